@@ -1,0 +1,226 @@
+"""``create_app``: the legacy RolloutServer (spec/legacy-protocol.md §1.2, §1.4, §2.13) on the shared engine.
+
+Request flow: FastAPI validates the body (422 first) → bearer check (401) → the engine admits the rollout under
+``idempotency_key or rollout_id`` (a duplicate gets the leader's InitResponse, 202) → ``prepare`` calls
+``get_tools`` and normalises the tool list → 202 ``InitResponse`` → the agent runs in the background and posts
+exactly one final callback (or the fallback ERROR callback).
+
+Deliberate differences from upstream (docs/legacy-server.md):
+
+- ``get_tools`` raising or returning an invalid tool list answers 500 with a JSON ``detail`` and **starts no
+  rollout** (upstream started the agent although TrainGate got a 500);
+- ``async def get_tools`` is awaited;
+- tool JSON schemas reach TrainGate whole (``items``, ``additionalProperties``, ``default`` … kept);
+- ``settings=`` applies to the rollouts' HTTP client;
+- graceful shutdown drains in-flight rollouts for a bounded time, then sends each one an ERROR callback
+  (upstream cancelled them silently).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from osmosis_compat.legacy.base import RolloutAgentLoop, RolloutContext
+from osmosis_compat.legacy.client import OsmosisLLMClient
+from osmosis_compat.legacy.config import RolloutSettings, get_settings
+from osmosis_compat.legacy.schemas import RolloutRequest, normalize_tools
+from osmosis_compat.legacy.state import AppState
+from osmosis_compat.runtime.auth import extract_bearer_token, keys_match
+from osmosis_compat.runtime.engine import Admission, EngineClosedError
+from osmosis_compat.runtime.http import aclose_clients
+
+__all__ = ["create_app"]
+
+logger = logging.getLogger("osmosis_ai.rollout.server")
+
+_UNAUTHORIZED = {"detail": "Invalid or missing API key"}
+SHUTDOWN_ERROR_MESSAGE = "Rollout aborted: the rollout server shut down before the agent finished"
+
+
+class GetToolsError(Exception):
+    """``get_tools`` raised or returned an unusable tool list; the init request fails and nothing runs."""
+
+
+def create_app(
+    agent_loop: RolloutAgentLoop,
+    max_concurrent: int | None = None,
+    record_ttl_seconds: float | None = None,
+    settings: RolloutSettings | None = None,
+    credentials: Any = None,
+    server_host: str | None = None,
+    server_port: int | None = None,
+    api_key: str | None = None,
+    debug_dir: str | None = None,
+    on_startup: Callable[[], Awaitable[None]] | None = None,
+    on_shutdown: Callable[[], Awaitable[None]] | None = None,
+    *,
+    drain_timeout_seconds: float = 10.0,
+) -> FastAPI:
+    """Build the legacy RolloutServer app for ``agent_loop`` (upstream signature, plus a keyword-only drain bound).
+
+    ``max_concurrent`` and ``record_ttl_seconds`` default to ``settings.server`` (100 rollouts, 3600 s);
+    ``api_key=None`` disables inbound auth and hides ``/platform/health``. ``credentials``/``server_host``/
+    ``server_port`` were for Osmosis Platform registration, which osmosis-compat does not perform (a warning is
+    logged if credentials are given). ``drain_timeout_seconds`` bounds how long shutdown waits for in-flight
+    rollouts before sending them ERROR callbacks.
+    """
+    settings = settings or get_settings()
+    agent_name = str(getattr(agent_loop, "name", type(agent_loop).__name__))
+    state = AppState(
+        max_concurrent=max_concurrent,
+        record_ttl_seconds=record_ttl_seconds,
+        settings=settings,
+        agent_loop_name=agent_name,
+        drain_timeout_seconds=drain_timeout_seconds,
+    )
+    engine = state.engine
+    client_settings = settings.client
+
+    if credentials is not None:
+        logger.warning(
+            "create_app(credentials=...): Osmosis Platform registration is not part of osmosis-compat; "
+            "the server will not register itself."
+        )
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        logger.info("Starting RolloutServer for agent loop %r", agent_name)
+        engine.start()
+        if on_startup is not None:
+            await on_startup()
+        try:
+            yield
+        finally:
+            # Drain first, so on_shutdown never closes resources a still-running agent needs.
+            await engine.shutdown()
+            if on_shutdown is not None:
+                await on_shutdown()
+            await aclose_clients()
+
+    app = FastAPI(
+        title=f"Osmosis RolloutServer ({agent_name})",
+        description="Remote rollout server for Osmosis agent training",
+        lifespan=lifespan,
+    )
+    app.state.rollout_state = state
+
+    def health_body() -> dict[str, Any]:
+        return {
+            "status": "healthy",
+            "agent_loop": agent_name,
+            "active_rollouts": engine.active_count,
+            "completed_rollouts": engine.completed_count,
+        }
+
+    async def prepare(rollout_request: RolloutRequest) -> tuple[dict[str, Any], Any]:
+        try:
+            raw_tools = agent_loop.get_tools(rollout_request)
+            if inspect.isawaitable(raw_tools):
+                raw_tools = await raw_tools
+        except Exception as exc:
+            raise GetToolsError(f"get_tools() raised {type(exc).__name__}: {exc}") from exc
+        try:
+            tools = normalize_tools(raw_tools)
+        except (TypeError, ValueError) as exc:
+            raise GetToolsError(f"get_tools() returned an invalid tool list: {exc}") from exc
+        return {"rollout_id": rollout_request.rollout_id, "tools": tools}, raw_tools
+
+    async def run(rollout_request: RolloutRequest, raw_tools: Any, admission: Admission) -> None:
+        rollout_id = rollout_request.rollout_id
+        try:
+            llm = OsmosisLLMClient(
+                server_url=rollout_request.server_url,
+                rollout_id=rollout_id,
+                api_key=rollout_request.api_key,
+                settings=client_settings,
+            )
+            admission.context["llm"] = llm
+            ctx = RolloutContext(
+                request=rollout_request,
+                tools=raw_tools,
+                llm=llm,
+                _start_time=admission.admitted_at,
+                _debug_dir=debug_dir,
+            )
+            try:
+                result = await agent_loop.run(ctx)
+                await llm.complete_rollout(
+                    status=result.status,
+                    final_messages=result.final_messages,
+                    finish_reason=result.finish_reason,
+                    error_message=result.error_message,
+                    metrics=result.metrics,
+                    reward=result.reward,
+                )
+                logger.info("Rollout completed: rollout_id=%s status=%s", rollout_id, result.status)
+            except Exception as exc:
+                logger.error("Rollout %s failed: %s", rollout_id, exc, exc_info=True)
+                await llm.complete_rollout(
+                    status="ERROR", final_messages=[], finish_reason="error", error_message=str(exc)
+                )
+        except Exception:
+            # The fallback callback itself failed: nothing more can reach TrainGate.
+            logger.exception("Rollout infrastructure error: rollout_id=%s", rollout_id)
+
+    async def abort(rollout_request: RolloutRequest, admission: Admission) -> None:
+        llm = admission.context.get("llm") or OsmosisLLMClient(
+            server_url=rollout_request.server_url,
+            rollout_id=rollout_request.rollout_id,
+            api_key=rollout_request.api_key,
+            settings=client_settings,
+        )
+        await llm.complete_rollout(
+            status="ERROR", final_messages=[], finish_reason="error", error_message=SHUTDOWN_ERROR_MESSAGE
+        )
+
+    @app.post("/v1/rollout/init", status_code=202)
+    async def init_rollout(rollout_request: RolloutRequest, request: Request) -> Any:
+        if api_key is not None:
+            token = extract_bearer_token(request.headers.get("authorization"))
+            if not keys_match(token, api_key):
+                logger.warning("Rejected /v1/rollout/init: invalid or missing API key")
+                return JSONResponse(status_code=401, content=_UNAUTHORIZED)
+        key = rollout_request.idempotency_key or rollout_request.rollout_id
+        try:
+            submission = await submit(key, rollout_request)
+        except GetToolsError as exc:
+            logger.error("Init %s rejected, no rollout started: %s", rollout_request.rollout_id, exc)
+            return JSONResponse(status_code=500, content={"detail": str(exc)})
+        except EngineClosedError as exc:
+            return JSONResponse(status_code=503, content={"detail": str(exc)})
+        init_body, _ = submission.value
+        # Duplicates get the leader's body, including the leader's rollout_id (upstream behaviour).
+        return JSONResponse(status_code=202, content=init_body)
+
+    async def submit(key: str, rollout_request: RolloutRequest) -> Any:
+        prepared: dict[str, Any] = {}
+
+        async def do_prepare() -> tuple[dict[str, Any], Any]:
+            prepared["value"] = value = await prepare(rollout_request)
+            return value
+
+        return await engine.submit(
+            key,
+            prepare=do_prepare,
+            run=lambda admission: run(rollout_request, prepared["value"][1], admission),
+            abort=lambda admission: abort(rollout_request, admission),
+        )
+
+    def platform_health(request: Request) -> JSONResponse:
+        if api_key is None:
+            return JSONResponse(status_code=404, content={"detail": "Not found"})
+        token = extract_bearer_token(request.headers.get("authorization"))
+        if not keys_match(token, api_key):
+            return JSONResponse(status_code=401, content=_UNAUTHORIZED)
+        return JSONResponse(health_body())
+
+    app.add_api_route("/health", lambda: JSONResponse(health_body()), methods=["GET"])
+    app.add_api_route("/platform/health", platform_health, methods=["GET"])
+    return app
