@@ -1,0 +1,143 @@
+"""What the fake controllers remember, and how a test waits for it across threads and event loops.
+
+A fake served by :func:`~osmosis_compat.testing.serving.serve_app` handles requests in uvicorn's thread
+while the test awaits results in its own loop, so records are guarded by a lock and waiters are woken
+with ``loop.call_soon_threadsafe``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+__all__ = ["RecordedRequest", "StatusScript", "RecordLog", "UnexpectedStatus", "RolloutTimeout"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request a fake received: lower-cased ``headers``, parsed JSON ``body`` (``None`` if not JSON),
+    the ``status_code`` it was answered with, and the rollout/sample ids it was attributed to."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+    status_code: int
+    rollout_id: str | None = None
+    sample_id: str | None = None
+    received_at: float = field(default_factory=time.monotonic)
+
+
+class StatusScript:
+    """HTTP statuses a fake endpoint answers with, consumed one per request, then ``default`` forever.
+
+    ``StatusScript([500, 500])`` fails twice then succeeds; ``StatusScript([], default=500)`` always
+    fails; ``StatusScript([204])`` answers the first request with an empty 204. Thread-safe.
+    """
+
+    def __init__(self, statuses: Iterable[int] = (), *, default: int = 200) -> None:
+        self._pending = list(statuses)
+        self.default = default
+        self._lock = threading.Lock()
+        for status in [*self._pending, default]:
+            if not 100 <= int(status) <= 599:
+                raise ValueError(f"not an HTTP status: {status!r}")
+
+    @classmethod
+    def coerce(cls, value: StatusScript | Iterable[int] | int | None) -> StatusScript:
+        """Accept a script, a list of statuses, a single always-used status, or ``None`` (always 200)."""
+        if isinstance(value, StatusScript):
+            return value
+        if value is None:
+            return cls()
+        if isinstance(value, int):
+            return cls(default=value)
+        return cls(value)
+
+    def next_status(self) -> int:
+        """The status for the next request."""
+        with self._lock:
+            return self._pending.pop(0) if self._pending else self.default
+
+    def __repr__(self) -> str:
+        return f"StatusScript({self._pending!r}, default={self.default})"
+
+
+class UnexpectedStatus(RuntimeError):
+    """A rollout server answered an admission request with a status the driver does not accept."""
+
+    def __init__(self, message: str, *, status_code: int, body: Any, response: Any = None) -> None:
+        super().__init__(f"{message}: HTTP {status_code} {body!r}")
+        self.status_code = status_code
+        self.body = body
+        self.response = response
+
+
+class RolloutTimeout(TimeoutError):
+    """The expected callback(s) did not arrive in time; ``record`` holds what did arrive."""
+
+    def __init__(self, message: str, record: Any) -> None:
+        super().__init__(message)
+        self.record = record
+
+
+class RecordLog(Generic[T]):
+    """An append-only, thread-safe list that coroutines in any event loop can wait on."""
+
+    def __init__(self) -> None:
+        self._items: list[T] = []
+        self._lock = threading.Lock()
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None], Callable[[list[T]], bool]]] = []
+
+    def append(self, item: T) -> None:
+        """Add ``item`` and wake every waiter whose predicate now holds."""
+        with self._lock:
+            self._items.append(item)
+            snapshot = list(self._items)
+            ready = [w for w in self._waiters if w[2](snapshot)]
+            self._waiters = [w for w in self._waiters if w not in ready]
+        for loop, future, _ in ready:
+            loop.call_soon_threadsafe(_resolve, future)
+
+    def snapshot(self) -> list[T]:
+        """A copy of the items so far."""
+        with self._lock:
+            return list(self._items)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+    async def wait_for(self, predicate: Callable[[list[T]], bool], timeout: float) -> bool:
+        """Wait until ``predicate(items)`` holds; ``False`` on timeout (never raises for it)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        with self._lock:
+            if predicate(list(self._items)):
+                return True
+            waiter = (loop, future, predicate)
+            self._waiters.append(waiter)
+        try:
+            await asyncio.wait_for(future, timeout)
+            return True
+        except asyncio.TimeoutError:
+            return False
+        finally:
+            with self._lock:
+                if waiter in self._waiters:
+                    self._waiters.remove(waiter)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
