@@ -110,10 +110,6 @@ class RecordLog(Generic[T]):
         with self._lock:
             return list(self._items)
 
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-
     async def wait_for(self, predicate: Callable[[list[T]], bool], timeout: float) -> bool:
         """Wait until ``predicate(items)`` holds; ``False`` on timeout (never raises for it)."""
         loop = asyncio.get_running_loop()

@@ -216,6 +216,8 @@ class FakeTrainGate(ServedFake):
         )
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         deadline = time.monotonic() + timeout
+        # Only what arrives from now on belongs to this run (a rollout_id may be driven more than once).
+        callbacks_from, chats_from = len(self.callback_log), len(self.chat_log)
         with self._lock:
             if rollout_id not in self._tools:
                 self._pending.add(rollout_id)  # chat calls racing the InitResponse wait for its tools
@@ -237,13 +239,13 @@ class FakeTrainGate(ServedFake):
         self.set_tools(rollout_id, init_response.get("tools") or None)
 
         def done(items: list[RecordedRequest]) -> bool:
-            mine = [r for r in items if r.rollout_id == rollout_id]
+            mine = [r for r in items[callbacks_from:] if r.rollout_id == rollout_id]
             if expect_callbacks is not None:
                 return len(mine) >= expect_callbacks
             return any(r.status_code == 200 for r in mine)
 
         ok = await self.callback_log.wait_for(done, max(0.0, deadline - time.monotonic()))
-        mine = [r for r in self.callback_log.snapshot() if r.rollout_id == rollout_id]
+        mine = [r for r in self.callback_log.snapshot()[callbacks_from:] if r.rollout_id == rollout_id]
         if expect_callbacks is not None:
             final = mine[expect_callbacks - 1].body if ok else None
         else:
@@ -254,7 +256,7 @@ class FakeTrainGate(ServedFake):
             init_response=init_response,
             callback=final,
             callbacks=[r.body for r in mine],
-            chat_requests=self.chat_requests(rollout_id),
+            chat_requests=[r for r in self.chat_log.snapshot()[chats_from:] if r.rollout_id == rollout_id],
         )
         if not ok:
             wanted = f"{expect_callbacks} callback(s)" if expect_callbacks is not None else "an accepted callback"

@@ -230,6 +230,8 @@ class FakeWorkflowController(ServedFake):
             extra_fields=extra_fields,
         )
         deadline = time.monotonic() + timeout
+        # Only what arrives from now on belongs to this run (0.2.x accepts the same rollout_id twice).
+        start = (len(self.completion_log), len(self.grader_log), len(self.chat_log))
         async with httpx.AsyncClient(timeout=timeout) as client:
             response = await client.post(f"{rollout_server_url.rstrip('/')}/rollout", json=body)
         response_body = json_or_text(response)
@@ -241,23 +243,30 @@ class FakeWorkflowController(ServedFake):
                 response=response,
             )
 
-        def accepted(items: list[RecordedRequest]) -> bool:
-            return any(r.rollout_id == rollout_id and 200 <= r.status_code < 300 for r in items)
+        def accepted_after(offset: int) -> Any:
+            def accepted(items: list[RecordedRequest]) -> bool:
+                return any(r.rollout_id == rollout_id and 200 <= r.status_code < 300 for r in items[offset:])
 
-        waits = [("completion", self.completion_log)] + ([("grader", self.grader_log)] if grade else [])
+            return accepted
+
+        waits = [("completion", self.completion_log, start[0])]
+        if grade:
+            waits.append(("grader", self.grader_log, start[1]))
         missing = None
-        for kind, log in waits:
-            if not await log.wait_for(accepted, max(0.0, deadline - time.monotonic())):
+        for kind, log, offset in waits:
+            if not await log.wait_for(accepted_after(offset), max(0.0, deadline - time.monotonic())):
                 missing = kind
                 break
-        record = self._record(rollout_id, response.status_code, response_body)
+        record = self._record(rollout_id, response.status_code, response_body, start)
         if missing is not None:
             raise RolloutTimeout(f"no accepted {missing} callback for {rollout_id!r} within {timeout} s", record)
         return record
 
-    def _record(self, rollout_id: str, status_code: int, response_body: Any) -> WorkflowRolloutRecord:
-        completions = [r for r in self.completion_log.snapshot() if r.rollout_id == rollout_id]
-        graders = [r for r in self.grader_log.snapshot() if r.rollout_id == rollout_id]
+    def _record(
+        self, rollout_id: str, status_code: int, response_body: Any, start: tuple[int, int, int]
+    ) -> WorkflowRolloutRecord:
+        completions = [r for r in self.completion_log.snapshot()[start[0] :] if r.rollout_id == rollout_id]
+        graders = [r for r in self.grader_log.snapshot()[start[1] :] if r.rollout_id == rollout_id]
         return WorkflowRolloutRecord(
             rollout_id=rollout_id,
             status_code=status_code,
@@ -266,7 +275,7 @@ class FakeWorkflowController(ServedFake):
             grader=next((r.body for r in graders if 200 <= r.status_code < 300), None),
             completions=[r.body for r in completions],
             graders=[r.body for r in graders],
-            chat_requests=self.chat_requests(rollout_id),
+            chat_requests=[r for r in self.chat_log.snapshot()[start[2] :] if r.rollout_id == rollout_id],
         )
 
     # -- the app ----------------------------------------------------------------------------------

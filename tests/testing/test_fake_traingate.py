@@ -89,6 +89,15 @@ async def test_run_rollout_drives_a_legacy_server(gate):
     assert record.callbacks == [record.callback]
 
 
+async def test_driving_the_same_rollout_id_twice_keeps_the_runs_apart(gate):
+    with serve_app(tiny_agent_server()) as server:
+        first = await gate.run_rollout(server.url, rollout_id="dup", messages=QUESTION, timeout=5)
+        second = await gate.run_rollout(server.url, rollout_id="dup", messages=QUESTION, timeout=5)
+    assert len(first.callbacks) == 1 and len(second.callbacks) == 1
+    assert len(first.chat_requests) == 2 and len(second.chat_requests) == 2
+    assert len(gate.callbacks("dup")) == 2
+
+
 async def test_chat_calls_racing_the_init_response_wait_for_the_tools(gate):
     with serve_app(tiny_agent_server(init_delay_s=0.15)) as server:
         record = await gate.run_rollout(server.url, rollout_id="r-race", messages=QUESTION, timeout=5)

@@ -180,6 +180,17 @@ async def test_run_rollout_drives_a_server_and_collects_both_callbacks(controlle
     assert [r.body["messages"][-1]["role"] for r in record.chat_requests] == ["user", "tool"]
 
 
+async def test_driving_the_same_rollout_id_twice_keeps_the_runs_apart(controller):
+    with serve_app(tiny_rollout_server()) as server:
+        first = await controller.run_rollout(server.url, rollout_id="dup", initial_messages=QUESTION, label="5")
+        second = await controller.run_rollout(server.url, rollout_id="dup", initial_messages=QUESTION, label="5",
+                                              grade=False)
+    assert len(first.completions) == 1 and len(first.chat_requests) == 2
+    # The second run waits for its own callback (not the first run's) and reports only its own traffic.
+    assert len(second.completions) == 1 and len(second.chat_requests) == 2 and second.graders == []
+    assert len(controller.completion_callbacks("dup")) == 2
+
+
 async def test_run_rollout_without_grading_omits_the_grader_url(controller):
     app = tiny_rollout_server()
     with serve_app(app) as server:
