@@ -338,12 +338,19 @@ def add_imports(module: cst.Module, wanted: Sequence[ImportSpec]) -> cst.Module:
         body[i] = stmt.with_changes(body=[imp.with_changes(names=names)])
     if missing:
         insert_at = _import_insertion_index(body)
-        new_stmts = [
-            cst.parse_statement(f"from {mod} import {', '.join(names)}\n", config=module.config_for_parsing)
-            for mod, names in missing.items()
-        ]
+        new_stmts = [_from_import(mod, sorted(names), module) for mod, names in missing.items()]
         body[insert_at:insert_at] = new_stmts
     return module.with_changes(body=body)
+
+
+def _from_import(mod: str, names: Sequence[str], module: cst.Module) -> cst.SimpleStatementLine:
+    line = f"from {mod} import {', '.join(names)}"
+    if len(line) > 88:  # black/ruff style: one name per line in parentheses
+        inner = "".join(f"{module.default_indent}{n},{module.default_newline}" for n in names)
+        line = f"from {mod} import ({module.default_newline}{inner})"
+    stmt = cst.parse_statement(line + module.default_newline, config=module.config_for_parsing)
+    assert isinstance(stmt, cst.SimpleStatementLine)
+    return stmt
 
 
 def _import_insertion_index(body: Sequence[cst.BaseStatement]) -> int:

@@ -1,0 +1,320 @@
+"""The migrate driver: run the rules over source text, a file or a tree, safely.
+
+Python API (what the CLI, the benchmark and the behaviour tests call)::
+
+    from codemods.driver import migrate_source
+    result = migrate_source(text, rules=["strands-agent"], strategy="auto")   # rules: names/codes/classes; None = all
+    result.new_text, result.edits, result.todos, result.changed
+
+    from codemods.driver import migrate_file
+    fr = migrate_file("agent.py")          # FileResult: status, edits, todos, error, new_bytes (nothing written)
+
+Guarantees: a file is parsed only if its text contains a trigger word of a selected rule (fast path) and it has
+no ``# osmosis-migrate: skip-file``; every rule runs on the tree in turn (one parse, one code generation); the
+output must compile (``ast``) or the file is reported failed and left alone; a parse error, a ``RecursionError``
+in libcst or a crashing rule fail that file only. Encoding (PEP 263 cookie, BOM) and line endings are kept
+because the tree is parsed from bytes and rendered back to bytes.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable, Optional, Sequence, Union
+
+if TYPE_CHECKING:
+    from codemods.base import Edit, Rule, Todo
+
+RuleSpec = Union[str, "type[Rule]"]
+
+STATUS_CHANGED = "changed"
+STATUS_UNCHANGED = "unchanged"
+STATUS_PREFILTERED = "skipped"  # no trigger word: not parsed
+STATUS_OPTED_OUT = "opted-out"  # `# osmosis-migrate: skip-file`
+STATUS_FAILED = "failed"
+
+
+class MigrationError(Exception):
+    """A file could not be migrated: it does not parse, the output would not parse, or a rule crashed."""
+
+    def __init__(self, message: str, *, rule: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.rule = rule
+
+
+class UsageError(ValueError):
+    """Bad options (unknown rule selector, strategy)."""
+
+
+@dataclass
+class Result:
+    """Outcome of :func:`migrate_source`."""
+
+    new_text: str
+    edits: list["Edit"] = field(default_factory=list)
+    todos: list["Todo"] = field(default_factory=list)
+    changed: bool = False
+
+
+@dataclass
+class FileResult:
+    """Outcome of one file (nothing written yet). ``rules``: names of the rules that made edits/TODOs."""
+
+    path: str
+    status: str
+    edits: list["Edit"] = field(default_factory=list)
+    todos: list["Todo"] = field(default_factory=list)
+    error: Optional[str] = None
+    error_rule: Optional[str] = None
+    old_bytes: Optional[bytes] = None
+    new_bytes: Optional[bytes] = None
+
+
+def all_rule_classes() -> list["type[Rule]"]:
+    from codemods.rules import all_rules
+
+    return all_rules()
+
+
+def select_rules(select: Optional[Sequence[str]] = None, ignore: Optional[Sequence[str]] = None) -> list["type[Rule]"]:
+    """Rules matching ``select`` (all when empty) minus ``ignore``.
+
+    A selector is a rule name (``strands-agent``) or a code prefix: ``OM1``, ``OM100`` and ``OM105`` all select
+    the rule of family ``OM1``; ``OM`` selects everything. Unknown selectors raise :class:`UsageError`.
+    """
+    rules = all_rule_classes()
+
+    def matches(rule: "type[Rule]", sel: str) -> bool:
+        sel = sel.strip()
+        if sel == rule.name:
+            return True
+        upper = sel.upper()
+        if not upper.startswith("OM"):
+            return False
+        return rule.code.startswith(upper) or (len(upper) >= 3 and upper[:3] == rule.code[:3])
+
+    for sel in [*(select or []), *(ignore or [])]:
+        if not any(matches(r, sel) for r in rules):
+            known = ", ".join(f"{r.code} ({r.name})" for r in rules)
+            raise UsageError(f"unknown rule selector {sel!r}; known rules: {known}")
+    chosen = [r for r in rules if not select or any(matches(r, s) for s in select)]
+    return [r for r in chosen if not any(matches(r, s) for s in (ignore or []))]
+
+
+def _resolve_rules(rules: Optional[Iterable[RuleSpec]]) -> list["type[Rule]"]:
+    if rules is None:
+        return all_rule_classes()
+    names = [r for r in rules if isinstance(r, str)]
+    classes = [r for r in rules if not isinstance(r, str)]
+    return [*select_rules(names), *classes] if names else classes
+
+
+def _check_strategy(strategy: str) -> None:
+    from codemods.base import STRATEGIES
+
+    if strategy not in STRATEGIES:
+        raise UsageError(f"unknown strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
+
+
+def migrate_bytes(
+    data: bytes, rules: Sequence["type[Rule]"], *, strategy: str = "auto", filename: str = "<string>"
+) -> tuple[bytes, list["Edit"], list["Todo"], list[str]]:
+    """Run ``rules`` (already prefiltered) on ``data``; returns (new bytes, edits, todos, names of rules that acted).
+
+    Raises :class:`MigrationError` (input or output does not parse, RecursionError, a rule crashed).
+    """
+    import libcst as cst
+
+    from codemods.base import RuleContext
+
+    try:
+        module = cst.parse_module(data)
+    except cst.ParserSyntaxError as exc:
+        raise MigrationError(f"does not parse: {str(exc).splitlines()[0]} (line {exc.raw_line})") from None
+    except RecursionError:
+        raise MigrationError("does not parse: nesting too deep for libcst (RecursionError)") from None
+    except (UnicodeDecodeError, LookupError, SyntaxError) as exc:
+        raise MigrationError(f"cannot decode: {exc}") from None
+    ctx = RuleContext(strategy=strategy, filename=filename)
+    acted: list[str] = []
+    for rule_cls in rules:
+        before = (len(ctx.edits), len(ctx.todos))
+        ctx.module = module
+        try:
+            module = rule_cls().transform(module, ctx)
+        except RecursionError:
+            raise MigrationError(f"rule {rule_cls.name} hit the recursion limit", rule=rule_cls.name) from None
+        except Exception as exc:  # a rule bug must fail this file, not the run
+            raise MigrationError(f"rule {rule_cls.name} crashed: {type(exc).__name__}: {exc}", rule=rule_cls.name) from exc
+        if (len(ctx.edits), len(ctx.todos)) != before:
+            acted.append(rule_cls.name)
+    try:
+        new = module.bytes
+    except RecursionError:
+        raise MigrationError("code generation hit the recursion limit") from None
+    if new != data:
+        try:
+            compile(new, filename, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+        except (SyntaxError, ValueError, RecursionError) as exc:
+            raise MigrationError(f"migrated code would not parse ({exc}); file left as it was") from None
+    return new, ctx.edits, ctx.todos, acted
+
+
+def migrate_source(
+    text: str, rules: Optional[Iterable[RuleSpec]] = None, strategy: str = "auto", filename: str = "<string>"
+) -> Result:
+    """Migrate Python source ``text`` in memory. ``rules``: names/code prefixes/Rule classes (None = all).
+
+    Raises :class:`MigrationError` when the text cannot be migrated safely, :class:`UsageError` on bad options.
+    """
+    from codemods.base import file_opted_out
+
+    _check_strategy(strategy)
+    selected = _resolve_rules(rules)
+    if file_opted_out(text):
+        return Result(new_text=text)
+    wanted = [r for r in selected if r.wants(text)]
+    if not wanted:
+        return Result(new_text=text)
+    data = text.encode("utf-8")
+    new, edits, todos, _ = migrate_bytes(data, wanted, strategy=strategy, filename=filename)
+    new_text = new.decode("utf-8")
+    return Result(new_text=new_text, edits=edits, todos=todos, changed=new_text != text)
+
+
+def _wants(data: bytes, rule: "type[Rule]") -> bool:
+    return any(w.encode() in data for w in rule.trigger_words)
+
+
+def migrate_file(path: Union[str, os.PathLike], rules: Optional[Sequence["type[Rule]"]] = None, strategy: str = "auto") -> FileResult:
+    """Migrate one file in memory (nothing is written; see :func:`write_atomic`)."""
+    path = os.fspath(path)
+    rules = all_rule_classes() if rules is None else rules
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        return FileResult(path, STATUS_FAILED, error=f"cannot read: {exc.strerror or exc}")
+    if b"osmosis-migrate: skip-file" in data:
+        return FileResult(path, STATUS_OPTED_OUT)
+    wanted = [r for r in rules if _wants(data, r)]
+    if not wanted:
+        return FileResult(path, STATUS_PREFILTERED)
+    try:
+        new, edits, todos, _ = migrate_bytes(data, wanted, strategy=strategy, filename=path)
+    except MigrationError as exc:
+        return FileResult(path, STATUS_FAILED, error=str(exc), error_rule=exc.rule)
+    if new == data:
+        return FileResult(path, STATUS_UNCHANGED, edits=edits, todos=todos)
+    return FileResult(path, STATUS_CHANGED, edits=edits, todos=todos, old_bytes=data, new_bytes=new)
+
+
+def write_atomic(path: Union[str, os.PathLike], data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically (temp file in the same directory + ``os.replace``), keeping mode."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".osmosis-migrate-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            os.chmod(tmp, os.stat(path).st_mode & 0o7777)
+        except OSError:
+            pass
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+# ------------------------------------------------------------------------------------------ many files
+
+_worker_rules: list = []
+_worker_strategy = "auto"
+
+
+def _init_worker(rule_names: list[str], strategy: str) -> None:
+    global _worker_rules, _worker_strategy
+    by_name = {r.name: r for r in all_rule_classes()}
+    _worker_rules = [by_name[n] for n in rule_names]
+    _worker_strategy = strategy
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 3000))
+
+
+def _work(path: str) -> FileResult:
+    return migrate_file(path, _worker_rules, _worker_strategy)
+
+
+def candidates(paths: Iterable[str], rules: Sequence["type[Rule]"]) -> tuple[list[str], list[FileResult]]:
+    """Split files into those to parse (a trigger word is present) and results for the rest (prefiltered,
+    opted out, unreadable) — cheap: bytes search only."""
+    todo: list[str] = []
+    done: list[FileResult] = []
+    words = [w.encode() for r in rules for w in r.trigger_words]
+    for path in paths:
+        try:
+            data = Path(path).read_bytes()
+        except OSError as exc:
+            done.append(FileResult(path, STATUS_FAILED, error=f"cannot read: {exc.strerror or exc}"))
+            continue
+        if b"osmosis-migrate: skip-file" in data:
+            done.append(FileResult(path, STATUS_OPTED_OUT))
+        elif any(w in data for w in words):
+            todo.append(path)
+        else:
+            done.append(FileResult(path, STATUS_PREFILTERED))
+    return todo, done
+
+
+def run_many(
+    paths: Sequence[str],
+    rules: Sequence["type[Rule]"],
+    *,
+    strategy: str = "auto",
+    jobs: int = 1,
+    progress=None,
+) -> list[FileResult]:
+    """Migrate ``paths`` in memory (nothing written), in a process pool when ``jobs > 1`` and there are enough
+    candidate files to pay for it. ``progress(done, total)`` is called as files finish."""
+    import libcst  # noqa: F401  (imported before forking so workers start warm)
+
+    _check_strategy(strategy)
+    todo, results = candidates(paths, rules)
+    total = len(todo)
+    if progress:
+        progress(0, total)
+    if jobs > 1 and total >= max(8, 2 * jobs):
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+        mp = multiprocessing.get_context(method)
+        with ProcessPoolExecutor(
+            max_workers=jobs, mp_context=mp, initializer=_init_worker, initargs=([r.name for r in rules], strategy)
+        ) as pool:
+            chunk = max(1, min(32, total // (jobs * 8) or 1))
+            for i, res in enumerate(pool.map(_work, todo, chunksize=chunk), 1):
+                results.append(res)
+                if progress:
+                    progress(i, total)
+    else:
+        old = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(old, 3000))
+        try:
+            for i, path in enumerate(todo, 1):
+                results.append(migrate_file(path, rules, strategy))
+                if progress:
+                    progress(i, total)
+        finally:
+            sys.setrecursionlimit(old)
+    order = {p: i for i, p in enumerate(paths)}
+    results.sort(key=lambda r: order.get(r.path, 0))
+    return results

@@ -1,0 +1,195 @@
+"""``imports`` (OM400): ``osmosis_ai`` import paths and names that moved are rewritten to where they live now.
+
+* ``OsmosisRolloutModel`` / ``OsmosisStrandsAgent`` imported from ``osmosis_ai.rollout``,
+  ``osmosis_ai.rollout.integrations`` or ``…integrations.agents`` (re-exports that 0.3 removed; spec
+  workflow-api §1, §7) → ``osmosis_ai.rollout.integrations.agents.strands``, the path that works in every version;
+* legacy test mode ``osmosis_ai.rollout.test_mode`` (v0.2.9–0.2.12) → ``osmosis_ai.rollout.eval.test_mode``
+  (v0.2.13+) for the names that moved; the others get a TODO;
+* names that were removed (0.2.7 observability helpers, ``HarborAgentWorkflowContext``/``MultiTurnMode`` in
+  0.3): TODO markers, the import is left as it was.
+
+Every import form is handled: ``from a import b as c`` (the alias is kept), ``import a.b as m`` + ``m.Name``
+(the attribute becomes the imported name), star imports (an explicit import is added for the moved names the
+module uses). Imports a rewrite leaves unused are removed; added ones are added once (OM401 moved, OM402 unused
+removed; TODO OM490 removed name).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from codemods.base import (
+    ImportTable,
+    Rule,
+    RuleContext,
+    add_imports,
+    dotted_name,
+    has_skip_marker,
+    remove_unused_imports,
+    used_names,
+    with_todo_comment,
+)
+
+STRANDS = "osmosis_ai.rollout.integrations.agents.strands"
+_STRANDS_NAMES = ("OsmosisRolloutModel", "OsmosisStrandsAgent")
+_EVAL_TEST_MODE = (
+    "ExternalLLMClient", "InteractiveLLMClient", "InteractiveRunner", "InteractiveStep",
+    "LocalTestBatchResult", "LocalTestRunResult", "LocalTestRunner", "ProviderError",
+)
+
+#: (old module, name) → new module
+MOVED: dict[tuple[str, str], str] = {
+    **{(old, n): STRANDS for old in (
+        "osmosis_ai.rollout", "osmosis_ai.rollout.integrations", "osmosis_ai.rollout.integrations.agents"
+    ) for n in _STRANDS_NAMES},
+    **{("osmosis_ai.rollout.test_mode", n): "osmosis_ai.rollout.eval.test_mode" for n in _EVAL_TEST_MODE},
+}
+
+#: (module, name) → what to do by hand
+REMOVED: dict[tuple[str, str], str] = {
+    **{("osmosis_ai.rollout", n): f"`{n}` was removed in osmosis-ai 0.2.8 (observability helpers); use logging/"
+       "your own tracing instead" for n in (
+        "LoggingSettings", "TracingSettings", "MetricsSettings", "get_logger", "configure_logging",
+        "get_rollout_id", "set_rollout_id", "clear_context", "get_tracer", "configure_tracing", "reset_tracing",
+        "span", "trace_async", "SpanNames", "get_metrics", "configure_metrics", "reset_metrics")},
+    **{("osmosis_ai.rollout", n): f"`{n}` is gone from osmosis_ai.rollout in 0.3 (Harbor multi-turn context); "
+       "drop it or pin osmosis-ai 0.2.x" for n in ("HarborAgentWorkflowContext", "MultiTurnMode")},
+    **{("osmosis_ai.rollout.test_mode", n): f"`{n}` did not move to osmosis_ai.rollout.eval.test_mode (v0.2.13); "
+       "use the eval test-mode runner API instead" for n in (
+        "DatasetReader", "DatasetRow", "REQUIRED_COLUMNS", "dataset_row_to_request", "TestModeError",
+        "DatasetValidationError", "DatasetParseError", "ToolValidationError")},
+}
+
+_MODULES = {m for m, _ in MOVED} | {m for m, _ in REMOVED}
+
+
+def _comma() -> cst.Comma:
+    return cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+
+
+class ImportsRule(Rule):
+    """Moved ``osmosis_ai`` import paths and names → their current place."""
+
+    code = "OM400"
+    name = "imports"
+    summary = "osmosis_ai import paths/names that moved → current paths (aliases, star imports, unused removed)"
+    trigger_words = ("osmosis_ai",)
+
+    def transform(self, module: cst.Module, ctx: RuleContext) -> cst.Module:
+        table = ImportTable.of(module)
+        if not any(m in _MODULES for m in [*(q.rpartition(".")[0] for q in table.names.values()),
+                                           *table.modules.values(), *table.stars]) and not any(
+            q.startswith("osmosis_ai") for q in table.modules.values()
+        ):
+            return module
+        ctx.module = module
+        maybe_unused: set[str] = set()
+        needed: list[tuple[str, str]] = []
+
+        class _Rewrite(cst.CSTTransformer):
+            def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
+                if len(updated.body) != 1 or not isinstance(updated.body[0], cst.ImportFrom) or has_skip_marker(original):
+                    return updated
+                imp = updated.body[0]
+                if imp.relative or imp.module is None or isinstance(imp.names, cst.ImportStar):
+                    return updated
+                mod = dotted_name(imp.module)
+                keep: list[cst.ImportAlias] = []
+                moved: dict[str, list[cst.ImportAlias]] = {}
+                todos: list[str] = []
+                for alias in imp.names:
+                    name = dotted_name(alias.name) or ""
+                    target = MOVED.get((mod, name))
+                    if target is None:
+                        keep.append(alias)
+                        if (mod, name) in REMOVED:
+                            todos.append(REMOVED[(mod, name)])
+                        continue
+                    moved.setdefault(target, []).append(alias)
+                    ctx.edit("OM401", original, f"`{name}` now imported from {target}")
+                out: list[cst.BaseStatement] = []
+                if keep:
+                    keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                    new_imp = imp.with_changes(names=keep) if moved else imp
+                    if moved and imp.lpar is not None and len(keep) < 3:
+                        new_imp = new_imp.with_changes(lpar=None, rpar=None)
+                    out.append(updated.with_changes(body=[new_imp]))
+                for target, aliases in moved.items():
+                    aliases = [a.with_changes(comma=_comma()) for a in aliases]
+                    aliases[-1] = aliases[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                    stmt = cst.SimpleStatementLine(
+                        body=[cst.ImportFrom(module=cst.parse_expression(target), names=aliases)]
+                    )
+                    if not out:
+                        stmt = stmt.with_changes(leading_lines=updated.leading_lines)
+                    out.append(stmt)
+                for reason in todos:
+                    out[0] = with_todo_comment(out[0], "OM490", reason)
+                    ctx.todo("OM490", original, reason)
+                if len(out) == 1:
+                    return out[0]
+                return cst.FlattenSentinel(out)
+
+            def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute):
+                # `m.OsmosisStrandsAgent` with `import osmosis_ai.rollout as m` → the name, imported from its home
+                resolved = table.resolve(original)
+                if resolved is None:
+                    return updated
+                mod, _, name = resolved.rpartition(".")
+                target = MOVED.get((mod, name))
+                if target is None:
+                    return updated
+                bound = table.names.get(name)
+                if bound is not None and bound != f"{target}.{name}" and bound != resolved:
+                    return updated  # the bare name means something else here: leave it
+                head = original
+                while isinstance(head, cst.Attribute):
+                    head = head.value
+                if isinstance(head, cst.Name):
+                    maybe_unused.add(head.value)
+                needed.append((target, name))
+                ctx.edit("OM401", original, f"`{dotted_name(original)}` → `{name}` from {target}")
+                return cst.Name(name)
+
+        new = module.visit(_Rewrite())
+        # star imports: the moved names the module uses get an explicit import
+        for star in table.stars:
+            for (old, name), target in MOVED.items():
+                if old == star and name not in table.names and name in used_names(new):
+                    needed.append((target, name))
+                    ctx.edit("OM401", None, f"`{name}` (from `{star} import *`) now imported from {target}")
+        if needed:
+            new = add_imports(new, needed)
+        if maybe_unused:
+            new, removed = remove_unused_imports(new, maybe_unused)
+            for name in removed:
+                ctx.edit("OM402", None, f"removed unused import `{name}`")
+        return _merge_duplicate_from_imports(new, ctx)
+
+
+def _merge_duplicate_from_imports(module: cst.Module, ctx: RuleContext) -> cst.Module:
+    """A top-level ``from m import x`` repeated verbatim (e.g. one written by the user, one by a move) is kept once."""
+    seen: set[tuple[str, str, Optional[str]]] = set()
+    body = []
+    changed = False
+    for stmt in module.body:
+        if (
+            isinstance(stmt, cst.SimpleStatementLine)
+            and len(stmt.body) == 1
+            and isinstance(stmt.body[0], cst.ImportFrom)
+            and not isinstance(stmt.body[0].names, cst.ImportStar)
+            and stmt.body[0].module is not None
+            and not stmt.body[0].relative
+        ):
+            imp = stmt.body[0]
+            mod = dotted_name(imp.module) or ""
+            keys = [(mod, dotted_name(a.name) or "", a.evaluated_alias) for a in imp.names]
+            if mod.startswith("osmosis_ai") and all(k in seen for k in keys) and not any(l.comment for l in stmt.leading_lines):
+                changed = True
+                ctx.edit("OM402", None, f"removed duplicate import from {mod}")
+                continue
+            seen.update(keys)
+        body.append(stmt)
+    return module.with_changes(body=body) if changed else module
