@@ -1,10 +1,16 @@
-"""Request plumbing shared by the fake controllers (FastAPI is imported by their modules, not here)."""
+"""Request plumbing shared by the fake controllers."""
 
 from __future__ import annotations
 
 import json
 import secrets
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+if TYPE_CHECKING:
+    from osmosis_compat.testing.policy import ScriptedPolicy
 
 INVALID_KEY = {"detail": "Invalid or missing API key"}
 
@@ -50,3 +56,30 @@ def json_or_text(response: Any) -> Any:
         return response.json()
     except ValueError:
         return response.text
+
+
+async def read_request(request: Request) -> tuple[dict[str, str], Any, str | None]:
+    """``(lower-cased headers, JSON body, error message or None)`` of an incoming request."""
+    body, error = parse_json(await request.body())
+    return dict(request.headers), body, error
+
+
+def json_response(status: int, body: Any) -> Response:
+    """A JSON response, or an empty one when ``body`` is ``None`` (e.g. 204)."""
+    return Response(status_code=status) if body is None else JSONResponse(body, status_code=status)
+
+
+async def answer_chat(
+    policy: ScriptedPolicy, body: dict[str, Any], tools: Any, *, default_model: str
+) -> tuple[int, Any]:
+    """Validate a chat body's ``messages``/``tools`` and ask ``policy``: ``(200, completion)`` or
+    ``(422 | 500, error body)``."""
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        return 422, validation_error(["body", "messages"], "messages must be a list of objects", messages)
+    if tools is not None and not isinstance(tools, list):
+        return 422, validation_error(["body", "tools"], "tools must be a list", tools)
+    try:
+        return 200, await policy.areply(messages, tools, model=body.get("model") or default_model)
+    except Exception as exc:  # a broken override must show up as a clear 500, not a dropped socket
+        return 500, {"detail": f"policy failed: {type(exc).__name__}: {exc}"}

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-__all__ = ["RecordedRequest", "StatusScript", "RecordLog", "UnexpectedStatus", "RolloutTimeout"]
+__all__ = ["RecordedRequest", "StatusScript", "StatusScriptSlot", "RecordLog", "UnexpectedStatus", "RolloutTimeout"]
 
 T = TypeVar("T")
 
@@ -67,6 +67,22 @@ class StatusScript:
 
     def __repr__(self) -> str:
         return f"StatusScript({self._pending!r}, default={self.default})"
+
+
+class StatusScriptSlot:
+    """Attribute holding a :class:`StatusScript`; assigning a list, an int or ``None`` coerces it, so
+    ``gate.callback_script = [500, 500]`` works while the fake is serving."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._attr = f"_{name}"
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        if instance is None:
+            return self
+        return getattr(instance, self._attr)
+
+    def __set__(self, instance: Any, value: StatusScript | Iterable[int] | int | None) -> None:
+        setattr(instance, self._attr, StatusScript.coerce(value))
 
 
 class UnexpectedStatus(RuntimeError):
@@ -128,6 +144,10 @@ class RecordLog(Generic[T]):
             with self._lock:
                 if waiter in self._waiters:
                     self._waiters.remove(waiter)
+
+    async def wait_for_count(self, match: Callable[[T], bool], count: int, timeout: float) -> bool:
+        """Wait until ``count`` items satisfy ``match``; ``False`` on timeout."""
+        return await self.wait_for(lambda items: sum(1 for item in items if match(item)) >= count, timeout)
 
     def __len__(self) -> int:
         with self._lock:

@@ -14,14 +14,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 
 from osmosis_compat.testing._http import (
     INVALID_KEY,
+    answer_chat,
     bearer_matches,
     callback_reply,
     json_or_text,
-    parse_json,
+    json_response,
+    read_request,
     validation_error,
 )
 from osmosis_compat.testing.policy import ScriptedPolicy
@@ -30,6 +32,7 @@ from osmosis_compat.testing.recording import (
     RecordLog,
     RolloutTimeout,
     StatusScript,
+    StatusScriptSlot,
     UnexpectedStatus,
 )
 from osmosis_compat.testing.serving import ServedFake
@@ -85,6 +88,8 @@ class FakeTrainGate(ServedFake):
     200 ``{"status": "ok"}``), ``GET /health``.
     """
 
+    callback_script = StatusScriptSlot()
+
     def __init__(
         self,
         policy: ScriptedPolicy | None = None,
@@ -94,25 +99,17 @@ class FakeTrainGate(ServedFake):
     ) -> None:
         self.policy = policy or ScriptedPolicy()
         self.require_api_key = require_api_key
-        self.callback_script = callback_script  # type: ignore[assignment]  # coerced by the setter
+        self.callback_script = callback_script
         self.url: str | None = None
         self.chat_log: RecordLog[RecordedRequest] = RecordLog()
         self.callback_log: RecordLog[RecordedRequest] = RecordLog()
         # (rollout_id, tools) each time tools become known; chat calls wait on it during init.
         self._tools_log: RecordLog[str] = RecordLog()
         self._tools: dict[str, list[dict[str, Any]] | None] = {}
-        self._pending: set[str] = set()
+        # rollout_id → position in _tools_log after which its InitResponse tools will be announced.
+        self._pending: dict[str, int] = {}
         self._lock = threading.Lock()
         self.app = self._build_app()
-
-    @property
-    def callback_script(self) -> StatusScript:
-        """Statuses for completion callbacks; assign a list, an int, a :class:`StatusScript` or ``None``."""
-        return self._callback_script
-
-    @callback_script.setter
-    def callback_script(self, value: StatusScript | list[int] | int | None) -> None:
-        self._callback_script = StatusScript.coerce(value)
 
     # -- tools per rollout ------------------------------------------------------------------------
 
@@ -120,7 +117,7 @@ class FakeTrainGate(ServedFake):
         """Declare the tools offered to the policy for ``rollout_id`` (done by :meth:`run_rollout`)."""
         with self._lock:
             self._tools[rollout_id] = tools
-            self._pending.discard(rollout_id)
+            self._pending.pop(rollout_id, None)
         self._tools_log.append(rollout_id)
 
     def tools_for(self, rollout_id: str) -> list[dict[str, Any]] | None:
@@ -137,12 +134,12 @@ class FakeTrainGate(ServedFake):
         """Completion callback bodies received (all, or for ``rollout_id``), in arrival order."""
         return [r.body for r in self.callback_log.snapshot() if rollout_id is None or r.rollout_id == rollout_id]
 
-    async def wait_for_callbacks(self, rollout_id: str, *, count: int = 1, timeout: float = 10.0) -> list[dict[str, Any]]:
+    async def wait_for_callbacks(
+        self, rollout_id: str, *, count: int = 1, timeout: float = 10.0
+    ) -> list[dict[str, Any]]:
         """Wait until ``count`` callbacks arrived for ``rollout_id`` (whatever they were answered); returns
         all its callback bodies. Raises ``TimeoutError``."""
-        ok = await self.callback_log.wait_for(
-            lambda items: sum(r.rollout_id == rollout_id for r in items) >= count, timeout
-        )
+        ok = await self.callback_log.wait_for_count(lambda r: r.rollout_id == rollout_id, count, timeout)
         bodies = self.callbacks(rollout_id)
         if not ok:
             raise TimeoutError(f"got {len(bodies)} of {count} callback(s) for {rollout_id!r} in {timeout} s")
@@ -219,8 +216,8 @@ class FakeTrainGate(ServedFake):
         # Only what arrives from now on belongs to this run (a rollout_id may be driven more than once).
         callbacks_from, chats_from = len(self.callback_log), len(self.chat_log)
         with self._lock:
-            if rollout_id not in self._tools:
-                self._pending.add(rollout_id)  # chat calls racing the InitResponse wait for its tools
+            # Chat calls racing the InitResponse wait for its tools (not a previous run's).
+            self._pending[rollout_id] = len(self._tools_log)
         try:
             async with httpx.AsyncClient(timeout=timeout) as client:
                 response = await client.post(f"{agent_url.rstrip('/')}/v1/rollout/init", json=body, headers=headers)
@@ -265,16 +262,15 @@ class FakeTrainGate(ServedFake):
 
     def _abandon_init(self, rollout_id: str) -> None:
         with self._lock:
-            was_pending = rollout_id in self._pending
-            self._pending.discard(rollout_id)
+            was_pending = self._pending.pop(rollout_id, None) is not None
         if was_pending:
             self._tools_log.append(rollout_id)  # release chat calls waiting for these tools
 
     async def _await_tools(self, rollout_id: str) -> list[dict[str, Any]] | None:
         with self._lock:
-            pending = rollout_id in self._pending
-        if pending:
-            await self._tools_log.wait_for(lambda ids: rollout_id in ids, _TOOLS_WAIT_S)
+            announced_after = self._pending.get(rollout_id)
+        if announced_after is not None:
+            await self._tools_log.wait_for(lambda ids: rollout_id in ids[announced_after:], _TOOLS_WAIT_S)
         return self.tools_for(rollout_id)
 
     # -- the app ----------------------------------------------------------------------------------
@@ -282,7 +278,9 @@ class FakeTrainGate(ServedFake):
     def _build_app(self) -> FastAPI:
         app = FastAPI(title="Fake TrainGate (osmosis_compat.testing)")
 
-        def record(log: RecordLog[RecordedRequest], request: Request, headers: dict[str, str], body: Any, status: int) -> None:
+        def record(
+            log: RecordLog[RecordedRequest], request: Request, headers: dict[str, str], body: Any, status: int
+        ) -> None:
             rollout_id = body.get("rollout_id") if isinstance(body, dict) else None
             log.append(
                 RecordedRequest(
@@ -300,36 +298,25 @@ class FakeTrainGate(ServedFake):
 
         @app.post("/v1/chat/completions")
         async def chat(request: Request) -> Response:
-            headers = dict(request.headers)
-            body, error = parse_json(await request.body())
-
-            def finish(status: int, reply: Any) -> Response:
-                record(self.chat_log, request, headers, body, status)
-                return JSONResponse(reply, status_code=status)
-
+            headers, body, error = await read_request(request)
             if not authorized(headers):
-                return finish(401, INVALID_KEY)
-            if error is not None:
-                return finish(422, validation_error(["body"], error))
-            rollout_id = body.get("rollout_id")
-            if not isinstance(rollout_id, str) or not rollout_id.strip():
-                return finish(422, validation_error(["body", "rollout_id"], "rollout_id is required", rollout_id))
-            messages = body.get("messages")
-            if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
-                return finish(422, validation_error(["body", "messages"], "messages must be a list of objects", messages))
-            tools = await self._await_tools(rollout_id)
-            if tools is None and isinstance(body.get("tools"), list):
-                tools = body["tools"]  # not legacy wire, but a bridge may send them: better than ignoring
-            try:
-                completion = await self.policy.areply(messages, tools, model=body.get("model") or "default")
-            except Exception as exc:  # a broken override must show up as a clear 500, not a dropped socket
-                return finish(500, {"detail": f"policy failed: {type(exc).__name__}: {exc}"})
-            return finish(200, completion)
+                status, reply = 401, INVALID_KEY
+            elif error is not None:
+                status, reply = 422, validation_error(["body"], error)
+            elif not isinstance(body.get("rollout_id"), str) or not body["rollout_id"].strip():
+                rollout_id = body.get("rollout_id")
+                status, reply = 422, validation_error(["body", "rollout_id"], "rollout_id is required", rollout_id)
+            else:
+                tools = await self._await_tools(body["rollout_id"])
+                if tools is None and isinstance(body.get("tools"), list):
+                    tools = body["tools"]  # not legacy wire, but a bridge may send them: better than ignoring
+                status, reply = await answer_chat(self.policy, body, tools, default_model="default")
+            record(self.chat_log, request, headers, body, status)
+            return json_response(status, reply)
 
         @app.post("/v1/rollout/completed")
         async def completed(request: Request) -> Response:
-            headers = dict(request.headers)
-            body, error = parse_json(await request.body())
+            headers, body, error = await read_request(request)
             if not authorized(headers):
                 status, reply = 401, INVALID_KEY
             elif error is not None:
@@ -339,7 +326,7 @@ class FakeTrainGate(ServedFake):
             else:
                 status, reply = callback_reply(self.callback_script.next_status())
             record(self.callback_log, request, headers, body, status)
-            return Response(status_code=status) if reply is None else JSONResponse(reply, status_code=status)
+            return json_response(status, reply)
 
         @app.get("/health")
         async def health() -> dict[str, str]:

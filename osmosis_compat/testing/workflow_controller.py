@@ -13,14 +13,16 @@ from typing import Any
 
 from osmosis_compat.runtime.sse import completion_to_chunks, encode_sse
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 
 from osmosis_compat.testing._http import (
     INVALID_KEY,
+    answer_chat,
     bearer_matches,
     callback_reply,
     json_or_text,
-    parse_json,
+    json_response,
+    read_request,
     validation_error,
 )
 from osmosis_compat.testing.policy import ScriptedPolicy
@@ -29,6 +31,7 @@ from osmosis_compat.testing.recording import (
     RecordLog,
     RolloutTimeout,
     StatusScript,
+    StatusScriptSlot,
     UnexpectedStatus,
 )
 from osmosis_compat.testing.serving import ServedFake
@@ -85,6 +88,9 @@ class FakeWorkflowController(ServedFake):
     ``x-sample-id``, as the 0.2.22 EvalController did.
     """
 
+    completion_script = StatusScriptSlot()
+    grader_script = StatusScriptSlot()
+
     def __init__(
         self,
         policy: ScriptedPolicy | None = None,
@@ -96,32 +102,14 @@ class FakeWorkflowController(ServedFake):
     ) -> None:
         self.policy = policy or ScriptedPolicy()
         self.controller_api_key = controller_api_key
-        self.completion_script = completion_script  # type: ignore[assignment]  # coerced by the setter
-        self.grader_script = grader_script  # type: ignore[assignment]
+        self.completion_script = completion_script
+        self.grader_script = grader_script
         self.require_identity_headers = require_identity_headers
         self.url: str | None = None
         self.chat_log: RecordLog[RecordedRequest] = RecordLog()
         self.completion_log: RecordLog[RecordedRequest] = RecordLog()
         self.grader_log: RecordLog[RecordedRequest] = RecordLog()
         self.app = self._build_app()
-
-    @property
-    def completion_script(self) -> StatusScript:
-        """Statuses for completion callbacks; assign a list, an int, a :class:`StatusScript` or ``None``."""
-        return self._completion_script
-
-    @completion_script.setter
-    def completion_script(self, value: StatusScript | list[int] | int | None) -> None:
-        self._completion_script = StatusScript.coerce(value)
-
-    @property
-    def grader_script(self) -> StatusScript:
-        """Statuses for grader callbacks; assign a list, an int, a :class:`StatusScript` or ``None``."""
-        return self._grader_script
-
-    @grader_script.setter
-    def grader_script(self, value: StatusScript | list[int] | int | None) -> None:
-        self._grader_script = StatusScript.coerce(value)
 
     # -- what was received ------------------------------------------------------------------------
 
@@ -156,7 +144,7 @@ class FakeWorkflowController(ServedFake):
         log = {"completion": self.completion_log, "grader": self.grader_log}.get(kind)
         if log is None:
             raise ValueError("kind must be 'completion' or 'grader'")
-        ok = await log.wait_for(lambda items: sum(r.rollout_id == rollout_id for r in items) >= count, timeout)
+        ok = await log.wait_for_count(lambda r: r.rollout_id == rollout_id, count, timeout)
         bodies = [r.body for r in log.snapshot() if r.rollout_id == rollout_id]
         if not ok:
             raise TimeoutError(f"got {len(bodies)} of {count} {kind} callback(s) for {rollout_id!r} in {timeout} s")
@@ -283,59 +271,40 @@ class FakeWorkflowController(ServedFake):
     def _build_app(self) -> FastAPI:
         app = FastAPI(title="Fake workflow controller (osmosis_compat.testing)")
 
-        def respond(status: int, body: Any) -> Response:
-            return Response(status_code=status) if body is None else JSONResponse(body, status_code=status)
-
         async def chat(request: Request) -> Response:
-            raw = await request.body()
-            headers = dict(request.headers)
-            body, error = parse_json(raw)
-
-            def finish(status: int, reply: Any, media_type: str | None = None) -> Response:
-                self.chat_log.append(
-                    RecordedRequest(
-                        method="POST",
-                        path=request.url.path,
-                        headers=headers,
-                        body=body,
-                        status_code=status,
-                        rollout_id=headers.get("x-rollout-id"),
-                        sample_id=headers.get("x-sample-id"),
-                    )
-                )
-                if media_type is not None:
-                    return Response(reply, status_code=status, media_type=media_type, headers={"cache-control": "no-cache"})
-                return respond(status, reply)
-
+            headers, body, error = await read_request(request)
             if not bearer_matches(headers.get("authorization"), self.controller_api_key):
-                return finish(401, INVALID_KEY)
-            if self.require_identity_headers and not (headers.get("x-rollout-id") and headers.get("x-sample-id")):
-                return finish(400, {"detail": "x-rollout-id and x-sample-id headers are required"})
-            if error is not None:
-                return finish(422, validation_error(["body"], error))
-            messages = body.get("messages")
-            if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
-                return finish(422, validation_error(["body", "messages"], "messages must be a list of objects", messages))
-            tools = body.get("tools")
-            if tools is not None and not isinstance(tools, list):
-                return finish(422, validation_error(["body", "tools"], "tools must be a list", tools))
-            try:
-                completion = await self.policy.areply(messages, tools, model=body.get("model") or "scripted")
-            except Exception as exc:  # a broken override must show up as a clear 500, not a dropped socket
-                return finish(500, {"detail": f"policy failed: {type(exc).__name__}: {exc}"})
-            if body.get("stream"):
+                status, reply = 401, INVALID_KEY
+            elif self.require_identity_headers and not (headers.get("x-rollout-id") and headers.get("x-sample-id")):
+                status, reply = 400, {"detail": "x-rollout-id and x-sample-id headers are required"}
+            elif error is not None:
+                status, reply = 422, validation_error(["body"], error)
+            else:
+                status, reply = await answer_chat(self.policy, body, body.get("tools"), default_model="scripted")
+            self.chat_log.append(
+                RecordedRequest(
+                    method="POST",
+                    path=request.url.path,
+                    headers=headers,
+                    body=body,
+                    status_code=status,
+                    rollout_id=headers.get("x-rollout-id"),
+                    sample_id=headers.get("x-sample-id"),
+                )
+            )
+            if status == 200 and body.get("stream"):
+                # A JSON reply to a streaming request fails silently in both frameworks (P6).
                 include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-                sse = encode_sse(completion_to_chunks(completion, include_usage=include_usage))
-                return finish(200, sse, media_type="text/event-stream")
-            return finish(200, completion)
+                sse = encode_sse(completion_to_chunks(reply, include_usage=include_usage))
+                return Response(sse, media_type="text/event-stream", headers={"cache-control": "no-cache"})
+            return json_response(status, reply)
 
         app.add_api_route("/chat/completions", chat, methods=["POST"])
         app.add_api_route("/v1/chat/completions", chat, methods=["POST"])
 
         def callback_route(log: RecordLog[RecordedRequest], script_attr: str) -> Any:
             async def callback(rollout_id: str, request: Request) -> Response:
-                headers = dict(request.headers)
-                body, error = parse_json(await request.body())
+                headers, body, error = await read_request(request)
                 if not bearer_matches(headers.get("authorization"), self.controller_api_key):
                     status, reply = 401, INVALID_KEY
                 elif error is not None:
@@ -352,16 +321,14 @@ class FakeWorkflowController(ServedFake):
                         rollout_id=rollout_id,
                     )
                 )
-                return respond(status, reply)
+                return json_response(status, reply)
 
             return callback
 
-        app.add_api_route(
-            "/callbacks/{rollout_id}/completion", callback_route(self.completion_log, "completion_script"), methods=["POST"]
-        )
-        app.add_api_route(
-            "/callbacks/{rollout_id}/grader", callback_route(self.grader_log, "grader_script"), methods=["POST"]
-        )
+        completion = callback_route(self.completion_log, "completion_script")
+        app.add_api_route("/callbacks/{rollout_id}/completion", completion, methods=["POST"])
+        grader = callback_route(self.grader_log, "grader_script")
+        app.add_api_route("/callbacks/{rollout_id}/grader", grader, methods=["POST"])
 
         async def health() -> dict[str, str]:
             return {"status": "ok"}

@@ -143,7 +143,8 @@ def test_strands_native_tool_results_count_as_completed_steps():
     call_id = "call_x"
     messages = [
         {"role": "user", "content": [{"text": "What is 2 + 3?"}]},
-        {"role": "assistant", "content": [{"toolUse": {"toolUseId": call_id, "name": "add", "input": {"a": 2, "b": 3}}}]},
+        {"role": "assistant",
+         "content": [{"toolUse": {"toolUseId": call_id, "name": "add", "input": {"a": 2, "b": 3}}}]},
         {"role": "user", "content": [{"toolResult": {"toolUseId": call_id, "status": "success",
                                                      "content": [{"text": "5"}]}}]},
     ]
