@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-import secrets
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+
+from osmosis_compat.runtime.auth import keys_match
 
 if TYPE_CHECKING:
     from osmosis_compat.testing.policy import ScriptedPolicy
@@ -27,13 +28,15 @@ def parse_json(raw: bytes) -> tuple[Any, str | None]:
 
 
 def bearer_matches(header: str | None, expected: str) -> bool:
-    """True when ``header`` is ``Bearer <expected>`` (scheme case-insensitive, constant-time compare)."""
-    if not header:
-        return False
-    parts = header.strip().split()
+    """True when ``header`` is exactly ``Bearer <expected>`` (scheme case-insensitive).
+
+    Stricter than the legacy server's lenient parsing (runtime.auth): real controllers receive keys from
+    OpenAI-style clients, which always send the scheme, so a bare key here means a client bug to surface.
+    """
+    parts = (header or "").split()
     if len(parts) != 2 or parts[0].lower() != "bearer":
         return False
-    return secrets.compare_digest(parts[1].encode(), expected.encode())
+    return keys_match(parts[1], expected)
 
 
 def validation_error(loc: list[str], message: str, value: Any = None) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
+from osmosis_compat.runtime.auth import bearer_headers
 from osmosis_compat.testing._http import (
     INVALID_KEY,
     answer_chat,
@@ -211,7 +212,7 @@ class FakeTrainGate(ServedFake):
             callback_api_key=callback_api_key,
             idempotency_key=idempotency_key,
         )
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        headers = bearer_headers(api_key)
         deadline = time.monotonic() + timeout
         # Only what arrives from now on belongs to this run (a rollout_id may be driven more than once).
         callbacks_from, chats_from = len(self.callback_log), len(self.chat_log)
