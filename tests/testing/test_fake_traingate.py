@@ -174,3 +174,16 @@ async def test_async_served_gate_works_in_the_same_loop():
             record = await gate.run_rollout(server.url, rollout_id="r-7", messages=QUESTION, timeout=5)
     assert record.status == "COMPLETED"
     assert gate.url is None
+
+
+async def test_concurrent_rollouts_are_told_apart(gate):
+    with serve_app(tiny_agent_server(init_delay_s=0.02)) as server:
+        records = await asyncio.gather(*(
+            gate.run_rollout(server.url, rollout_id=f"c-{i}",
+                             messages=[{"role": "user", "content": f"What is {i} + {i}?"}], timeout=10)
+            for i in range(8)
+        ))
+    for i, record in enumerate(records):
+        assert record.rollout_id == f"c-{i}" and len(record.callbacks) == 1
+        assert record.final_messages[-1]["content"] == f"The answer is {2 * i}."
+        assert {r.rollout_id for r in record.chat_requests} == {f"c-{i}"}

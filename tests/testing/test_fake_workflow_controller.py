@@ -217,3 +217,17 @@ async def test_run_rollout_raises_on_rejection_and_on_missing_callbacks(controll
 def test_urls_need_a_served_controller():
     with pytest.raises(RuntimeError, match="serve"):
         FakeWorkflowController().chat_completions_url
+
+
+async def test_async_served_controller_and_concurrent_rollouts():
+    controller = FakeWorkflowController(ScriptedPolicy(latency_s=0.01))
+    async with controller.serve_async():
+        with serve_app(tiny_rollout_server()) as server:
+            records = await asyncio.gather(*(
+                controller.run_rollout(server.url, rollout_id=f"c-{i}", label=str(2 * i),
+                                       initial_messages=[{"role": "user", "content": f"What is {i} + {i}?"}])
+                for i in range(6)
+            ))
+    assert [r.rewards for r in records] == [{"s0": 1.0}] * 6
+    assert all({q.rollout_id for q in r.chat_requests} == {r.rollout_id} for r in records)
+    assert controller.url is None
