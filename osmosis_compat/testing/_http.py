@@ -82,7 +82,22 @@ async def answer_chat(
         return 422, validation_error(["body", "messages"], "messages must be a list of objects", messages)
     if tools is not None and not isinstance(tools, list):
         return 422, validation_error(["body", "tools"], "tools must be a list", tools)
+    tools = offered_tools(tools, body.get("tool_choice"))
     try:
         return 200, await policy.areply(messages, tools, model=body.get("model") or default_model)
     except Exception as exc:  # a broken override must show up as a clear 500, not a dropped socket
         return 500, {"detail": f"policy failed: {type(exc).__name__}: {exc}"}
+
+
+def offered_tools(tools: list[dict[str, Any]] | None, tool_choice: Any) -> list[dict[str, Any]] | None:
+    """The tools the model may call under ``tool_choice``: none for ``"none"``, only the named one for
+    ``{"type": "function", "function": {"name": …}}``, all of them otherwise."""
+    if not tools or tool_choice is None:
+        return tools
+    if tool_choice == "none":
+        return None
+    if isinstance(tool_choice, dict):
+        name = (tool_choice.get("function") or {}).get("name") or tool_choice.get("name")
+        if name:
+            return [t for t in tools if isinstance(t, dict) and (t.get("function") or t).get("name") == name]
+    return tools

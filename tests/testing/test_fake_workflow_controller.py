@@ -231,3 +231,16 @@ async def test_async_served_controller_and_concurrent_rollouts():
     assert [r.rewards for r in records] == [{"s0": 1.0}] * 6
     assert all({q.rollout_id for q in r.chat_requests} == {r.rollout_id} for r in records)
     assert controller.url is None
+
+
+async def test_tool_choice_none_or_named_limits_the_offered_tools(controller):
+    url = f"{controller.url}/v1/chat/completions"
+    calc = {"type": "function", "function": {"name": "calculator", "parameters": {
+        "type": "object", "properties": {"expression": {"type": "string"}}}}}
+    none = await post(url, {"messages": QUESTION, "tools": [ADD], "tool_choice": "none"}, AUTH)
+    assert none.json()["choices"][0]["message"]["content"] == "The answer is 5."
+    named = await post(url, {"messages": QUESTION, "tools": [ADD, calc],
+                             "tool_choice": {"type": "function", "function": {"name": "calculator"}}}, AUTH)
+    assert named.json()["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "calculator"
+    auto = await post(url, {"messages": QUESTION, "tools": [ADD, calc], "tool_choice": "auto"}, AUTH)
+    assert auto.json()["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "add"
