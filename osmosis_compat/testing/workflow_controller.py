@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 from osmosis_compat.runtime.sse import completion_to_chunks, encode_sse
 from fastapi import FastAPI, Request
@@ -119,10 +120,12 @@ class FakeWorkflowController(ServedFake):
         return f"{self.require_url()}/v1"
 
     def completion_callback_url(self, rollout_id: str) -> str:
-        return f"{self.require_url()}/callbacks/{rollout_id}/completion"
+        """Where the rollout server posts ``rollout_id``'s completion callback (id URL-quoted)."""
+        return f"{self.require_url()}/callbacks/{quote(rollout_id, safe='')}/completion"
 
     def grader_callback_url(self, rollout_id: str) -> str:
-        return f"{self.require_url()}/callbacks/{rollout_id}/grader"
+        """Where the rollout server posts ``rollout_id``'s grader callback (id URL-quoted)."""
+        return f"{self.require_url()}/callbacks/{quote(rollout_id, safe='')}/grader"
 
     def chat_requests(self, rollout_id: str | None = None) -> list[RecordedRequest]:
         """Model calls received (all, or those whose ``x-rollout-id`` is ``rollout_id``)."""

@@ -244,3 +244,10 @@ async def test_tool_choice_none_or_named_limits_the_offered_tools(controller):
     assert named.json()["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "calculator"
     auto = await post(url, {"messages": QUESTION, "tools": [ADD, calc], "tool_choice": "auto"}, AUTH)
     assert auto.json()["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "add"
+
+
+async def test_callback_urls_quote_the_rollout_id(controller):
+    url = controller.completion_callback_url("run 1?x")
+    assert url.endswith("/callbacks/run%201%3Fx/completion")
+    assert (await post(url, {"rollout_id": "run 1?x"}, {"Authorization": "Bearer ctrl-key"})).status_code == 200
+    assert controller.completion_callbacks("run 1?x") == [{"rollout_id": "run 1?x"}]
