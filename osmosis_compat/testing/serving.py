@@ -28,7 +28,9 @@ def _bind_loopback(host: str) -> socket.socket:
     """Bind a listening socket on a free port of ``host`` (loopback only: tests never leave the machine)."""
     if host not in _LOOPBACK_HOSTS:
         raise ValueError(f"refusing to bind {host!r}: the test servers only bind 127.0.0.1")
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # proto=IPPROTO_TCP: asyncio only sets TCP_NODELAY on accepted sockets whose proto says TCP; with proto 0,
+    # Nagle + delayed ACK add ~40 ms to every keep-alive request.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     sock.listen(2048)
