@@ -1,0 +1,196 @@
+"""``osmosis-compat eval`` — run a dataset through an agent locally and summarise rewards, failures and latency."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+HELP = "run a dataset through an agent (legacy loop or workflow) and summarise the rewards"
+DESCRIPTION = """Run a JSONL or CSV dataset through any agent, locally, on the real protocol path.
+
+The agent is served on 127.0.0.1 with the real rollout app and driven by the fake controller of its protocol;
+every model call goes to the controller, which answers with the built-in deterministic policy (default) or
+forwards to an OpenAI-compatible endpoint (--base-url / --model).
+
+Dataset columns: system_prompt, user_prompt, ground_truth (required), metadata (optional JSON object; a JSON
+string in CSV). Unusable rows are reported per row and never stop the run.
+
+With no arguments: examples/legacy/calculator_agent.py:agent_loop on examples/legacy/data/calculator.jsonl
+with the built-in policy.
+
+Exit status: 0 when the run completed (whatever the rows did; use --strict to fail on failed or invalid rows),
+1 on a setup error (target, dataset, endpoint)."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-m", "--module", help="the agent: module:attr or a workflow entrypoint (default: the example)")
+    parser.add_argument("-d", "--dataset", type=Path, help="a .jsonl or .csv file (default: the example's, without -m)")
+    parser.add_argument("--via", choices=("native", "legacy", "workflow"), default="native",
+                        help="protocol to run the agent on: its own (native), or the other one through the adapter")
+    model = parser.add_argument_group("model (default: the built-in deterministic policy)")
+    model.add_argument("--base-url", help="an OpenAI-compatible base URL (…/v1); implies a real model")
+    model.add_argument("--model", help="model name for --base-url (required with it; alone it means the OpenAI API)")
+    model.add_argument("--api-key-env", metavar="NAME",
+                       help="environment variable holding the endpoint's key (default: OSMOSIS_EVAL_API_KEY, then "
+                            "OPENAI_API_KEY)")
+    model.add_argument("--temperature", type=float, help="sampling temperature sent with every model call")
+    model.add_argument("--max-tokens", type=int, help="max_tokens sent with every model call")
+    model.add_argument("--no-preflight", action="store_true", help="skip the one-token check of the endpoint")
+    run = parser.add_argument_group("run")
+    run.add_argument("--concurrency", type=int, default=4, help="rollouts in flight at once (default 4)")
+    run.add_argument("--limit", type=int, help="at most this many rows")
+    run.add_argument("--offset", type=int, default=0, help="skip this many rows first (default 0)")
+    run.add_argument("--max-turns", type=int, default=10, help="max_turns of legacy rollout requests (default 10)")
+    run.add_argument("--timeout", type=float, default=300.0, help="seconds one row may take (default 300)")
+    run.add_argument("--pass-threshold", type=float, default=1.0, help="a row passes when reward >= this (default 1.0)")
+    out = parser.add_argument_group("output")
+    out.add_argument("-o", "--output", type=Path, help="write one JSON object per row to this .jsonl file")
+    out.add_argument("-q", "--quiet", action="store_true", help="no progress output, only the summary")
+    out.add_argument("-v", "--verbose", action="store_true", help="show server and agent logs")
+    out.add_argument("--strict", action="store_true", help="exit 1 when any row failed or was invalid")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        setup = _prepare(args)
+    except _SetupError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
+    return asyncio.run(_run(args, *setup))
+
+
+class _SetupError(Exception):
+    pass
+
+
+def _prepare(args: argparse.Namespace) -> tuple[Any, list[Any], Any, str]:
+    """Load the target, the dataset and the policy; raise :class:`_SetupError` with a readable reason."""
+    from osmosis_compat.evaluation.dataset import DatasetError, read_dataset
+    from osmosis_compat.legacy.exceptions import CLIError
+    from osmosis_compat.server.agents import AgentSpec, AgentSpecError
+
+    from .targets import load_target
+
+    _configure_logging(args.verbose)
+    if args.concurrency < 1:
+        raise _SetupError("--concurrency must be at least 1")
+    if args.offset < 0 or (args.limit is not None and args.limit < 0):
+        raise _SetupError("--offset and --limit must be >= 0")
+    if args.timeout <= 0:
+        raise _SetupError("--timeout must be > 0")
+    module, dataset = args.module, args.dataset
+    if module is None:
+        from .demo import EXAMPLES_DIR
+
+        module = str(EXAMPLES_DIR / "legacy" / "calculator_agent.py") + ":agent_loop"
+        dataset = dataset or EXAMPLES_DIR / "legacy" / "data" / "calculator.jsonl"
+        if not (EXAMPLES_DIR / "legacy").is_dir():
+            raise _SetupError(f"the built-in example is not at {EXAMPLES_DIR}; run from a checkout or pass -m and -d")
+    elif dataset is None:
+        raise _SetupError("-d/--dataset is required with -m")
+    try:
+        target = load_target(module)
+        agent = AgentSpec.from_target(target)
+    except (CLIError, AgentSpecError) as exc:
+        raise _SetupError(str(exc)) from exc
+    protocol = agent.kind if args.via == "native" else args.via
+    try:
+        items = read_dataset(dataset, offset=args.offset, limit=args.limit)
+    except DatasetError as exc:
+        raise _SetupError(f"dataset {exc}") from exc
+    return agent, items, _policy(args), protocol
+
+
+def _policy(args: argparse.Namespace) -> Any:
+    from osmosis_compat.evaluation.policies import DEFAULT_BASE_URL, ForwardingPolicy, resolve_api_key
+
+    if args.base_url is None and args.model is None:
+        if args.api_key_env:
+            raise _SetupError("--api-key-env needs --base-url/--model (the built-in policy takes no key)")
+        from osmosis_compat.testing import ScriptedPolicy
+
+        return ScriptedPolicy()
+    if args.base_url is not None and not args.model:
+        raise _SetupError("--model is required with --base-url")
+    base_url = args.base_url or DEFAULT_BASE_URL
+    if not base_url.startswith(("http://", "https://")):
+        raise _SetupError(f"--base-url must be an http(s) URL, got {base_url!r}")
+    try:
+        key, _ = resolve_api_key(args.api_key_env)
+    except ValueError as exc:
+        raise _SetupError(str(exc)) from exc
+    if key is None and args.base_url is None:
+        raise _SetupError("no API key for the OpenAI API: set OSMOSIS_EVAL_API_KEY or OPENAI_API_KEY, or use --api-key-env")
+    params = {}
+    if args.temperature is not None:
+        params["temperature"] = args.temperature
+    if args.max_tokens is not None:
+        params["max_tokens"] = args.max_tokens
+    return ForwardingPolicy(base_url, args.model, api_key=key, params=params, timeout_s=args.timeout)
+
+
+async def _run(args: argparse.Namespace, agent: Any, items: list[Any], policy: Any, protocol: str) -> int:
+    from osmosis_compat.evaluation.drivers import RequestOptions
+    from osmosis_compat.evaluation.policies import RemotePolicyError
+    from osmosis_compat.evaluation.progress import Progress
+    from osmosis_compat.evaluation.report import format_summary, write_results
+    from osmosis_compat.evaluation.runner import run_evaluation
+    from osmosis_compat.server.agents import AgentSpecError
+    from osmosis_compat.testing import ServerStartError
+
+    completion_params = {}
+    if args.temperature is not None:
+        completion_params["temperature"] = args.temperature
+    if args.max_tokens is not None:
+        completion_params["max_tokens"] = args.max_tokens
+    options = RequestOptions(max_turns=args.max_turns, completion_params=completion_params, timeout_s=args.timeout)
+    how = f"{agent.kind} agent {agent.name!r}" + ("" if protocol == agent.kind else f" via the {protocol} protocol (adapter)")
+    model = "built-in scripted policy" if not hasattr(policy, "preflight") else f"{policy.model} at {policy.url}"
+    if not args.quiet:
+        print(f"Evaluating {how} on {len(items)} row(s) with the {model}", file=sys.stderr)
+    progress = Progress(len(items), quiet=args.quiet, pass_threshold=args.pass_threshold)
+    try:
+        if hasattr(policy, "preflight") and not args.no_preflight:
+            await policy.preflight()
+        outcome = await run_evaluation(
+            agent,
+            items,
+            protocol=protocol,
+            policy=policy,
+            options=options,
+            concurrency=args.concurrency,
+            pass_threshold=args.pass_threshold,
+            on_result=progress.update,
+        )
+    except RemotePolicyError as exc:
+        print(f"Error: the model endpoint failed the preflight call: {exc}", file=sys.stderr)
+        return 1
+    except (AgentSpecError, ServerStartError, ImportError) as exc:
+        progress.close()
+        print(f"Error: cannot serve {agent.name!r} on the {protocol} protocol: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if hasattr(policy, "aclose"):
+            await policy.aclose()
+    progress.close()
+    print(format_summary(outcome.summary, title=f"Evaluation of {agent.name} ({protocol} protocol)"))
+    if args.output is not None:
+        try:
+            write_results(outcome.results, args.output)
+        except OSError as exc:
+            print(f"Error: cannot write {args.output}: {exc}", file=sys.stderr)
+            return 1
+        print(f"Per-row results: {args.output}")
+    if args.strict and outcome.summary.completed < outcome.summary.total:
+        return 1
+    return 0
+
+
+def _configure_logging(verbose: bool) -> None:
+    # Agent failures are reported per row; their tracebacks in the log would drown the progress output.
+    logging.basicConfig(level=logging.INFO if verbose else logging.CRITICAL,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")

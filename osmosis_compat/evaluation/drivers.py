@@ -1,0 +1,247 @@
+"""Driving one dataset row through a served agent, over the legacy or the workflow protocol.
+
+A driver starts the agent's real app on 127.0.0.1 and the matching fake controller (``osmosis_compat.testing``)
+whose model endpoint answers with the run's policy, then turns each row into that protocol's rollout request and
+the controller's record into a :class:`~.report.RowResult`. Nothing is short-circuited: every model call and
+callback crosses real HTTP, as in training.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .dataset import DatasetRow
+from .report import COMPLETED, FAILED, RowResult, last_assistant_text
+
+__all__ = ["RequestOptions", "LegacyDriver", "WorkflowDriver", "driver_for"]
+
+
+@dataclass(frozen=True)
+class RequestOptions:
+    """Per-request settings taken from the command line."""
+
+    max_turns: int = 10
+    completion_params: dict[str, Any] = field(default_factory=dict)
+    timeout_s: float = 300.0
+    rollout_id_prefix: str = "eval"
+
+    def rollout_id(self, row: DatasetRow) -> str:
+        return f"{self.rollout_id_prefix}-{row.index}"
+
+
+class LegacyDriver:
+    """Rows as ``POST /v1/rollout/init`` to a legacy app, driven by :class:`~osmosis_compat.testing.FakeTrainGate`.
+
+    Row → ``RolloutRequest`` as upstream ``osmosis test`` (spec/legacy-protocol.md §2.17.3): messages
+    ``[system, user]``, ``max_turns`` and ``completion_params`` from the options, metadata
+    ``{<metadata object>, ground_truth, row_index, <extra columns>, execution_mode: "test", test_mode: true}``.
+    """
+
+    protocol = "legacy"
+
+    def __init__(self, app: Any, policy: Any, options: RequestOptions) -> None:
+        self.app = app
+        self.policy = policy
+        self.options = options
+        self._gate: Any = None
+        self._url: str | None = None
+
+    @contextlib.asynccontextmanager
+    async def serving(self) -> AsyncIterator[LegacyDriver]:
+        from osmosis_compat.testing import FakeTrainGate, serve_app_async
+
+        gate = FakeTrainGate(self.policy)
+        async with gate.serve_async():
+            server = await serve_app_async(self.app)
+            try:
+                self._gate, self._url = gate, server.url
+                yield self
+            finally:
+                await server.close()
+
+    @staticmethod
+    def metadata(row: DatasetRow) -> dict[str, Any]:
+        return {
+            **(row.metadata or {}),
+            "ground_truth": row.ground_truth,
+            "row_index": row.index,
+            **row.extra,
+            "execution_mode": "test",
+            "test_mode": True,
+        }
+
+    async def run(self, row: DatasetRow) -> RowResult:
+        from osmosis_compat.testing import RolloutTimeout, UnexpectedStatus
+
+        rollout_id = self.options.rollout_id(row)
+        started = time.perf_counter()
+        try:
+            record = await self._gate.run_rollout(
+                self._url,
+                rollout_id=rollout_id,
+                messages=row.messages(),
+                completion_params=dict(self.options.completion_params),
+                metadata=self.metadata(row),
+                max_turns=self.options.max_turns,
+                timeout=self.options.timeout_s,
+            )
+        except UnexpectedStatus as exc:
+            return _rejected(row, rollout_id, "POST /v1/rollout/init", exc, started)
+        except RolloutTimeout as exc:
+            return _timed_out(row, rollout_id, self.options.timeout_s, started, getattr(exc, "record", None))
+        latency = _ms_since(started)
+        callback = record.callback or {}
+        messages = list(callback.get("final_messages") or [])
+        result = RowResult(
+            row_index=row.index,
+            rollout_id=rollout_id,
+            status=FAILED,
+            reward=_float_or_none(callback.get("reward")),
+            latency_ms=latency,
+            finish_reason=callback.get("finish_reason"),
+            final_message=last_assistant_text(messages),
+            messages=messages,
+        )
+        if callback.get("status") != "COMPLETED":
+            result.category = "agent_error"
+            result.error = callback.get("error_message") or f"rollout ended with status {callback.get('status')!r}"
+        elif result.reward is None:
+            result.category = "no_reward"
+            result.error = "the agent completed without a reward (ctx.complete(..., reward=None))"
+        else:
+            result.status = COMPLETED
+        return result
+
+
+class WorkflowDriver:
+    """Rows as ``POST /rollout`` to a workflow app, driven by :class:`~osmosis_compat.testing.FakeWorkflowController`.
+
+    Row → ``RolloutInitRequest`` as the 0.2.x local eval (spec/workflow-api.md §2.13): ``initial_messages``
+    ``[system, user]``, ``label = ground_truth``, ``metadata`` = the row's metadata object (or none). Always
+    graded: the reward is the grader callback's (the mean when a workflow produces several samples).
+    """
+
+    protocol = "workflow"
+
+    def __init__(self, app: Any, policy: Any, options: RequestOptions) -> None:
+        self.app = app
+        self.policy = policy
+        self.options = options
+        self._controller: Any = None
+        self._url: str | None = None
+
+    @contextlib.asynccontextmanager
+    async def serving(self) -> AsyncIterator[WorkflowDriver]:
+        from osmosis_compat.testing import FakeWorkflowController, serve_app_async
+
+        controller = FakeWorkflowController(self.policy)
+        async with controller.serve_async():
+            server = await serve_app_async(self.app)
+            try:
+                self._controller, self._url = controller, server.url
+                yield self
+            finally:
+                await server.close()
+
+    async def run(self, row: DatasetRow) -> RowResult:
+        from osmosis_compat.testing import RolloutTimeout, UnexpectedStatus
+
+        rollout_id = self.options.rollout_id(row)
+        started = time.perf_counter()
+        try:
+            record = await self._controller.run_rollout(
+                self._url,
+                rollout_id=rollout_id,
+                initial_messages=row.messages(),
+                label=row.ground_truth,
+                metadata=row.metadata,
+                timeout=self.options.timeout_s,
+            )
+        except UnexpectedStatus as exc:
+            return _rejected(row, rollout_id, "POST /rollout", exc, started)
+        except RolloutTimeout as exc:
+            return _timed_out(row, rollout_id, self.options.timeout_s, started, getattr(exc, "record", None))
+        latency = _ms_since(started)
+        completion = record.completion or {}
+        grader = record.grader or {}
+        samples = grader.get("samples") if isinstance(grader.get("samples"), dict) else {}
+        per_sample = {
+            sid: {"reward": _float_or_none((s or {}).get("reward")), "messages": list((s or {}).get("messages") or [])}
+            for sid, s in samples.items()
+        }
+        first = next(iter(per_sample.values()), {"messages": []})
+        rewards = [s["reward"] for s in per_sample.values()]
+        result = RowResult(
+            row_index=row.index,
+            rollout_id=rollout_id,
+            status=FAILED,
+            latency_ms=latency,
+            messages=first["messages"],
+            final_message=last_assistant_text(first["messages"]),
+            samples=per_sample or None,
+        )
+        if completion.get("status") != "success":
+            result.category = completion.get("err_category") or "agent_error"
+            result.error = completion.get("err_message") or "the workflow failed without a message"
+        elif grader.get("status") != "success":
+            result.category = "grader_error"
+            result.error = grader.get("err_message") or (
+                "the grader callback reported failure without a message (no grader configured, or nothing to grade)"
+            )
+        elif not rewards or any(r is None for r in rewards):
+            result.category = "grader_error"
+            result.error = "the grader left a sample without a reward"
+        else:
+            result.status = COMPLETED
+            result.reward = sum(rewards) / len(rewards)  # type: ignore[arg-type]
+        return result
+
+
+def driver_for(protocol: str, app: Any, policy: Any, options: RequestOptions) -> LegacyDriver | WorkflowDriver:
+    """The driver speaking ``protocol`` (``"legacy"`` or ``"workflow"``)."""
+    if protocol == "legacy":
+        return LegacyDriver(app, policy, options)
+    if protocol == "workflow":
+        return WorkflowDriver(app, policy, options)
+    raise ValueError(f"unknown protocol {protocol!r}")
+
+
+# -- helpers -----------------------------------------------------------------------------------------
+
+
+def _ms_since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000.0, 3)
+
+
+def _float_or_none(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _rejected(row: DatasetRow, rollout_id: str, what: str, exc: Any, started: float) -> RowResult:
+    body = getattr(exc, "body", None)
+    detail = body.get("detail") if isinstance(body, dict) else body
+    return RowResult(
+        row_index=row.index,
+        rollout_id=rollout_id,
+        status=FAILED,
+        category="rejected",
+        error=f"{what} answered HTTP {getattr(exc, 'status_code', '?')}: {detail}",
+        latency_ms=_ms_since(started),
+    )
+
+
+def _timed_out(row: DatasetRow, rollout_id: str, timeout_s: float, started: float, record: Any) -> RowResult:
+    return RowResult(
+        row_index=row.index,
+        rollout_id=rollout_id,
+        status=FAILED,
+        category="timeout",
+        error=f"no result within {timeout_s:g} s (raise --timeout for slow models)",
+        latency_ms=_ms_since(started),
+    )

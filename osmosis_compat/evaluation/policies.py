@@ -1,0 +1,105 @@
+"""The model behind an evaluation run: a real OpenAI-compatible endpoint, reached through the fake controller.
+
+The fake controllers answer every model call with ``await policy.areply(messages, tools, model=…)``; the
+built-in deterministic policy is :class:`~osmosis_compat.testing.ScriptedPolicy`, and
+:class:`ForwardingPolicy` implements the same method by forwarding the call to ``--base-url``. So an agent under
+evaluation talks to its controller exactly as in training, and the controller talks to the real model.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["ForwardingPolicy", "RemotePolicyError", "resolve_api_key", "DEFAULT_BASE_URL", "API_KEY_ENV_VARS"]
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+#: Environment variables read (in order) for the endpoint's key when ``--api-key-env`` is not given.
+API_KEY_ENV_VARS = ("OSMOSIS_EVAL_API_KEY", "OPENAI_API_KEY")
+
+
+class RemotePolicyError(RuntimeError):
+    """The endpoint did not answer a model call with a chat completion."""
+
+
+def resolve_api_key(env_name: str | None, environ: Mapping[str, str] | None = None) -> tuple[str | None, str | None]:
+    """``(key, variable it came from)``: ``env_name`` when given, else the first set of :data:`API_KEY_ENV_VARS`.
+
+    Raises ``ValueError`` when ``env_name`` is given but unset or empty.
+    """
+    environ = os.environ if environ is None else environ
+    if env_name:
+        value = environ.get(env_name)
+        if not value:
+            raise ValueError(f"environment variable {env_name} (from --api-key-env) is not set")
+        return value, env_name
+    for name in API_KEY_ENV_VARS:
+        if environ.get(name):
+            return environ[name], name
+    return None, None
+
+
+class ForwardingPolicy:
+    """Answers model calls by POSTing them to ``{base_url}/chat/completions`` (non-streaming).
+
+    ``model`` replaces whatever model name the agent asked for (legacy loops send ``"default"``, the
+    integrations ``"osmosis-rollout"``); ``params`` (e.g. ``temperature``, ``max_tokens``) are added to every
+    request. The controller turns the JSON answer into SSE for agents that stream. Raises
+    :class:`RemotePolicyError` for a non-2xx answer or a body without ``choices``; the fake controller then
+    answers the agent 500, which the agent sees as a failed model call.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        params: Mapping[str, Any] | None = None,
+        timeout_s: float = 300.0,
+    ) -> None:
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.model = model
+        self.api_key = api_key
+        self.params = dict(params or {})
+        self.timeout_s = timeout_s
+        self._client: Any = None
+
+    async def areply(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, *, model: str = ""
+    ) -> dict[str, Any]:
+        """The endpoint's ``chat.completion`` for ``messages`` with ``tools`` offered."""
+        body: dict[str, Any] = {"model": self.model, "messages": messages, **self.params}
+        if tools:
+            body["tools"] = tools
+        return await self._post(body)
+
+    async def preflight(self) -> None:
+        """One tiny call, so a wrong URL, model or key fails the run before any row does."""
+        await self._post({"model": self.model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1})
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        import httpx
+
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout_s, connect=10.0))
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        try:
+            response = await self._client.post(self.url, json=body, headers=headers)
+        except httpx.HTTPError as exc:
+            raise RemotePolicyError(f"{self.url}: {type(exc).__name__}: {exc}") from exc
+        if not 200 <= response.status_code < 300:
+            raise RemotePolicyError(f"{self.url} answered HTTP {response.status_code}: {response.text[:500]}")
+        try:
+            data = response.json()
+        except ValueError:
+            raise RemotePolicyError(f"{self.url} answered with a non-JSON body: {response.text[:200]!r}") from None
+        if not isinstance(data, dict) or not data.get("choices"):
+            raise RemotePolicyError(f"{self.url} answered without 'choices': {str(data)[:200]}")
+        return data
