@@ -151,6 +151,26 @@ def with_todo_comment(stmt: StatementT, code: str, reason: str) -> StatementT:
     return stmt.with_changes(leading_lines=[*stmt.leading_lines, new_line])
 
 
+def dedupe_header_todos(module: cst.Module) -> cst.Module:
+    """Drop TODO markers added above the first statement that the module header already has.
+
+    libcst parses comments above the first statement into ``Module.header``, so a marker added there by an earlier
+    run is not in the statement's ``leading_lines`` any more; the driver calls this after every rule.
+    """
+    if not module.body or not module.header:
+        return module
+    present = {l.comment.value.strip() for l in module.header if l.comment is not None}
+    first = module.body[0]
+    lines = list(first.leading_lines)
+    kept = [
+        l for l in lines
+        if not (l.comment is not None and l.comment.value.startswith(TODO_PREFIX) and l.comment.value.strip() in present)
+    ]
+    if len(kept) == len(lines):
+        return module
+    return module.with_changes(body=[first.with_changes(leading_lines=kept), *module.body[1:]])
+
+
 def has_todo_comment(stmt: StatementT, code: str) -> bool:
     """Whether ``stmt`` already carries a TODO marker of ``code`` (any reason)."""
     prefix = f"# TODO(osmosis-migrate {code})"
@@ -453,4 +473,42 @@ def remove_unused_imports(module: cst.Module, candidates: Iterable[str]) -> tupl
             return updated
 
     new = module.visit(_Remove())
+    if len(new.body) != len(module.body):
+        new = new.with_changes(body=_carry_leading_lines(module.body, new.body, dead))
     return new, sorted(set(removed))
+
+
+def _fully_dead(stmt: cst.BaseStatement, dead: set[str]) -> bool:
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return False
+    for small in stmt.body:
+        if not isinstance(small, (cst.Import, cst.ImportFrom)) or isinstance(small.names, cst.ImportStar):
+            return False
+        for alias in small.names:
+            local = alias.evaluated_alias or alias.evaluated_name
+            if isinstance(small, cst.Import) and alias.asname is None:
+                local = local.split(".")[0]
+            if local not in dead:
+                return False
+    return True
+
+
+def _carry_leading_lines(old: Sequence[cst.BaseStatement], new: Sequence[cst.BaseStatement], dead: set[str]) -> list[cst.BaseStatement]:
+    """Blank lines and comments above a removed top-level import move to the statement that follows it."""
+    survivors = [s for s in old if not _fully_dead(s, dead)]
+    if len(survivors) != len(new):
+        return list(new)  # unexpected shape: keep libcst's result as it is
+    out: list[cst.BaseStatement] = []
+    carried: list[cst.EmptyLine] = []
+    j = 0
+    for stmt in old:
+        if _fully_dead(stmt, dead):
+            carried.extend(stmt.leading_lines)
+            continue
+        cur = new[j]
+        j += 1
+        if carried:
+            cur = cur.with_changes(leading_lines=[*carried, *cur.leading_lines])
+            carried = []
+        out.append(cur)
+    return out

@@ -14,7 +14,7 @@ from typing import ClassVar
 import libcst as cst
 from libcst.codemod import Codemod, CodemodContext, SkipFile
 
-from codemods.base import Rule, RuleContext, file_opted_out
+from codemods.base import Rule, RuleContext, dedupe_header_todos, file_opted_out
 
 
 class _RuleCommand(Codemod):
@@ -34,7 +34,7 @@ class _RuleCommand(Codemod):
         if file_opted_out(code) or not self.RULE.wants(code):
             raise SkipFile("no target for this rule")
         ctx = RuleContext(strategy=self.strategy, filename=self.context.filename or "<string>", module=tree)
-        new = self.RULE().transform(tree, ctx)
+        new = dedupe_header_todos(self.RULE().transform(tree, ctx))
         for todo in ctx.todos:
             self.warn(f"{todo.code} line {todo.line}: {todo.reason}")
         return new

@@ -129,8 +129,18 @@ def migrate_bytes(
     """
     import libcst as cst
 
-    from codemods.base import RuleContext
+    from codemods.base import RuleContext, dedupe_header_todos
 
+    # CPython's own parser first: it rejects what libcst's native parser cannot survive (e.g. > 200 nested
+    # brackets crash it with a stack overflow that would kill the whole run) and is ~10x cheaper than libcst.
+    try:
+        ast.parse(data, filename)
+    except SyntaxError as exc:
+        raise MigrationError(f"does not parse: {exc.msg} (line {exc.lineno})") from None
+    except (RecursionError, MemoryError):
+        raise MigrationError("does not parse: nesting too deep (RecursionError)") from None
+    except ValueError as exc:  # e.g. null bytes
+        raise MigrationError(f"does not parse: {exc}") from None
     try:
         module = cst.parse_module(data)
     except cst.ParserSyntaxError as exc:
@@ -145,7 +155,7 @@ def migrate_bytes(
         before = (len(ctx.edits), len(ctx.todos))
         ctx.module = module
         try:
-            module = rule_cls().transform(module, ctx)
+            module = dedupe_header_todos(rule_cls().transform(module, ctx))
         except RecursionError:
             raise MigrationError(f"rule {rule_cls.name} hit the recursion limit", rule=rule_cls.name) from None
         except Exception as exc:  # a rule bug must fail this file, not the run

@@ -31,16 +31,33 @@ WORKFLOW_IMPORTS = [("osmosis_ai.rollout", "AgentWorkflow"), ("osmosis_ai.rollou
 WORKFLOW_BASES = ("osmosis_ai.rollout.AgentWorkflow", "osmosis_ai.rollout.agent_workflow.AgentWorkflow")
 
 
+class _NameRefs(cst.CSTVisitor):
+    """Names used as references (not keyword-argument names, not attribute names after a dot)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+
+    def visit_Name(self, n: cst.Name) -> None:
+        self.counts[n.value] = self.counts.get(n.value, 0) + 1
+
+    def visit_Attribute(self, n: cst.Attribute) -> bool:
+        n.value.visit(self)
+        return False
+
+    def visit_Arg(self, n: cst.Arg) -> bool:
+        n.value.visit(self)
+        return False
+
+
+def name_counts(node: cst.CSTNode) -> dict[str, int]:
+    v = _NameRefs()
+    node.visit(v)
+    return v.counts
+
+
 def names_in(node: cst.CSTNode) -> set[str]:
-    """All Name values under ``node``."""
-    found: set[str] = set()
-
-    class _V(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            found.add(n.value)
-
-    node.visit(_V())
-    return found
+    """All names referenced under ``node``."""
+    return set(name_counts(node))
 
 
 def assigned_name(stmt: cst.CSTNode) -> Optional[str]:
@@ -221,6 +238,7 @@ class BodyConverter(cst.CSTTransformer):
         self.drop_returns = drop_returns
         self.result = BodyResult()
         self.pending: list[list[cst.BaseStatement]] = []
+        self._impure_values: list[cst.BaseExpression] = []
         fw.begin_body()
 
     # nested defs/classes/lambdas have their own scope: leave them alone
@@ -246,12 +264,29 @@ class BodyConverter(cst.CSTTransformer):
             updated = with_todo_comment(updated, self.fw.code[:3] + "92", reason)
             self.fw.ctx.todo(self.fw.code[:3] + "92", original, reason)
         self.fw.stmt_todos.clear()
+        if (
+            self._impure_values
+            and len(updated.body) == 1
+            and isinstance(updated.body[0], cst.Return)
+            and updated.body[0].value is None
+        ):
+            value = self._impure_values.pop()
+            before = [*before, updated.with_changes(body=[cst.Expr(value=value)])]
+            updated = updated.with_changes(leading_lines=[])
+        elif self._impure_values:  # `x = 1; return f()` on one line: keep the effect on that line
+            values, self._impure_values = self._impure_values, []
+            small = list(updated.body)
+            small[-1:-1] = [cst.Expr(value=v) for v in values]
+            updated = updated.with_changes(body=small)
         if before:
             return cst.FlattenSentinel([*before, updated])
         return updated
 
     def leave_Return(self, original: cst.Return, updated: cst.Return):
         if self.drop_returns and updated.value is not None:
+            # a workflow's result is its samples: values go, effects stay (`return agent(q)` still runs the agent)
+            if not _is_pure(updated.value):
+                self._impure_values.append(updated.value)
             return updated.with_changes(value=None)
         return updated
 
@@ -271,6 +306,7 @@ class BodyConverter(cst.CSTTransformer):
             and isinstance(updated.args[0].value, cst.Await)
         ):
             # asyncio.run(<run site>) inside what is now a coroutine: just await it
+            self.fw.note_replaced(original.func)
             return updated.args[0].value
         agent = self.fw.run_site_agent(original, self.agents)
         if agent is None:
@@ -278,7 +314,7 @@ class BodyConverter(cst.CSTTransformer):
             return updated if converted is None else converted
         if not isinstance(agent, cst.Name) or agent.value not in self.agents:
             self.result.problems.append(
-                f"runs `{cst.Module([]).code_for_node(agent)}`, which is not a plain agent built here"
+                f"it runs `{cst.Module([]).code_for_node(agent)}`, which is not a plain agent built here"
             )
             return updated
         expr, before, problem = self.fw.rewrite_run_site(updated, agent_var=agent.value)
@@ -349,31 +385,31 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
         snap = fw.snapshot()
         conv = BodyConverter(fw, set(deps), drop_returns=True)
         new_body = stmt.body.visit(conv)
-        if conv.result.run_sites == 0:
+        if conv.result.run_sites == 0 and not (conv.result.problems and (deps or conv.result.agents_built)):
             fw.restore(snap)
             continue
         problems = list(conv.result.problems)
         params = [p.name.value for p in (*stmt.params.posonly_params, *stmt.params.params, *stmt.params.kwonly_params)]
         if stmt.params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) or stmt.params.star_kwarg is not None:
-            problems.append("takes *args/**kwargs")
-        for p in params:
+            problems.append("it takes *args/**kwargs")
+        for p in params if not problems else ():
             uses_in_prompt = sum(_count_name(a, p) for a in conv.result.dropped_args)
             if _count_name(stmt.body, p) > uses_in_prompt:
-                problems.append(f"uses its parameter `{p}` beyond the prompt")
+                problems.append(f"the parameter `{p}` is used beyond the prompt")
         if "ctx" in mentioned:
-            problems.append("already uses a name `ctx`")
+            problems.append("it already uses a name `ctx`")
         used_by = _used_outside(body, stmt.name.value, {i})
         blocking = [j for j in used_by if not is_main_guard(body[j])]
         if blocking:
-            problems.append(f"`{stmt.name.value}` is used elsewhere in the module (line {ctx.line_of(body[blocking[0]])})")
+            problems.append(f"`{stmt.name.value}` is used elsewhere in the module")
         for dep in sorted(deps):
             users = _used_outside(body, dep, {i, module_agents[dep]} | {module_agents[d] for d in deps})
             if users:
-                problems.append(f"module-level agent `{dep}` is also used elsewhere (line {ctx.line_of(body[users[0]])})")
+                problems.append(f"module-level agent `{dep}` is also used elsewhere")
         if problems:
             fw.restore(snap)
             todo_at[i] = (
-                f"wrap `{stmt.name.value}` in an AgentWorkflow.run() by hand: it " + "; ".join(sorted(set(problems)))
+                f"wrap `{stmt.name.value}` in an AgentWorkflow.run() by hand: " + "; ".join(sorted(set(problems)))
             )
             continue
         cls_name = _unique(camel(stmt.name.value) + "Workflow", top_names)
@@ -442,17 +478,28 @@ def fw_finish(module: cst.Module, fw: Framework) -> cst.Module:
     return module
 
 
+_PURE_CALLS = {"str", "repr", "len", "bool", "int", "float", "dict", "list", "tuple"}
+
+
+def _is_pure(expr: cst.BaseExpression) -> bool:
+    """An expression whose value can be dropped without losing an effect (names, literals, str(result), …)."""
+    if isinstance(expr, (cst.Name, cst.SimpleString, cst.Integer, cst.Float, cst.ConcatenatedString)):
+        return True
+    if isinstance(expr, cst.Attribute):
+        return _is_pure(expr.value)
+    if isinstance(expr, cst.FormattedString):
+        return all(
+            _is_pure(p.expression) for p in expr.parts if isinstance(p, cst.FormattedStringExpression)
+        )
+    if isinstance(expr, (cst.Tuple, cst.List)):
+        return all(_is_pure(e.value) for e in expr.elements)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in _PURE_CALLS:
+        return all(_is_pure(a.value) for a in expr.args)
+    return False
+
+
 def _count_name(node: cst.CSTNode, name: str) -> int:
-    count = 0
-
-    class _V(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            nonlocal count
-            if n.value == name:
-                count += 1
-
-    node.visit(_V())
-    return count
+    return name_counts(node).get(name, 0)
 
 
 def _strip_trailing_bare_return(stmts: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
@@ -544,6 +591,12 @@ class _LeftoverMarker(cst.CSTTransformer):
     def __init__(self, fw: Framework) -> None:
         self.fw = fw
         self.stack: list[bool] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return not has_skip_marker(node)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return not has_skip_marker(node)
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         self.stack.append(False)

@@ -111,10 +111,9 @@ class ImportsRule(Rule):
                     ctx.edit("OM401", original, f"`{name}` now imported from {target}")
                 out: list[cst.BaseStatement] = []
                 if keep:
-                    keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                    # the last kept name takes the layout of the original last name (trailing comma in parens)
+                    keep[-1] = keep[-1].with_changes(comma=imp.names[-1].comma)
                     new_imp = imp.with_changes(names=keep) if moved else imp
-                    if moved and imp.lpar is not None and len(keep) < 3:
-                        new_imp = new_imp.with_changes(lpar=None, rpar=None)
                     out.append(updated.with_changes(body=[new_imp]))
                 for target, aliases in moved.items():
                     aliases = [a.with_changes(comma=_comma()) for a in aliases]
