@@ -1,0 +1,230 @@
+"""osmosis-migrate CLI: every flag and exit code (in-process `main(argv)`; subprocess where the process matters)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from codemods.cli import EXIT_CHANGES, EXIT_FAILED, EXIT_OK, EXIT_USAGE, main
+from tests.codemods._fixtures import FIXTURES
+
+REPO = Path(__file__).resolve().parents[2]
+STRANDS = (FIXTURES / "strands_agent" / "simple.py").read_text()
+OPENAI = (FIXTURES / "openai_agent" / "handoffs.py").read_text()
+
+
+@pytest.fixture
+def tree(tmp_path, monkeypatch):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "strands_agent.py").write_text(STRANDS)
+    (tmp_path / "pkg" / "openai_agent.py").write_text(OPENAI)
+    (tmp_path / "pkg" / "plain.py").write_text("print('hello')\n")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_writes_in_place_then_nothing_to_do(tree, capsys):
+    code, _, err = run(capsys, "--no-progress")
+    assert code == EXIT_OK
+    assert "3 files scanned, 1 skipped by prefilter, 2 changed" in err
+    assert "strands-agent: 1 file(s) changed" in err and "openai-agent: 1 file(s) changed" in err
+    assert "OsmosisStrandsAgent" in (tree / "pkg" / "strands_agent.py").read_text()
+    code, _, err = run(capsys)
+    assert code == EXIT_OK and "0 changed, 2 unchanged" in err
+
+
+def test_nothing_to_migrate_is_said(tmp_path, monkeypatch, capsys):
+    (tmp_path / "a.py").write_text("x = 1\n")
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(capsys)
+    assert code == EXIT_OK and "nothing to migrate" in err and "1 skipped by prefilter" in err
+
+
+def test_diff_prints_and_writes_nothing(tree, capsys):
+    code, out, err = run(capsys, "--diff", "pkg/strands_agent.py")
+    assert code == EXIT_CHANGES
+    assert out.startswith("--- a/pkg/strands_agent.py\n+++ b/pkg/strands_agent.py\n")
+    assert "+class SolveWorkflow(AgentWorkflow):" in out
+    assert (tree / "pkg" / "strands_agent.py").read_text() == STRANDS
+    assert "would change" in err
+
+
+def test_check(tree, capsys):
+    assert run(capsys, "--check")[0] == EXIT_CHANGES
+    assert (tree / "pkg" / "openai_agent.py").read_text() == OPENAI
+    assert run(capsys)[0] == EXIT_OK
+    assert run(capsys, "--check")[0] == EXIT_OK
+
+
+def test_select_and_ignore(tree, capsys):
+    code, _, err = run(capsys, "--check", "--select", "OM2")
+    assert code == EXIT_CHANGES and "1 would change" in err and "openai-agent" in err
+    code, _, err = run(capsys, "--check", "--ignore", "openai-agent,OM1")
+    assert code == EXIT_OK
+    code, _, err = run(capsys, "--select", "OM7")
+    assert code == EXIT_USAGE and "unknown rule selector 'OM7'" in err
+
+
+def test_strategy_choices(tree, capsys):
+    assert run(capsys, "--check", "--strategy", "wrap")[0] == EXIT_CHANGES
+    with pytest.raises(SystemExit) as exc:
+        main(["--strategy", "bogus"])
+    assert exc.value.code == EXIT_USAGE
+
+
+def test_exclude_default_excludes_and_gitignore(tree, capsys):
+    for d in (".venv/lib", "build", "node_modules/x", "generated"):
+        (tree / d).mkdir(parents=True)
+        (tree / d / "agent.py").write_text(STRANDS)
+    (tree / ".gitignore").write_text("generated/\n")
+    code, _, err = run(capsys, "--check", "--exclude", "pkg/openai_*")
+    assert "3 files scanned" not in err and "2 files scanned" in err  # strands_agent.py + plain.py
+    code, _, err = run(capsys, "--check", "--no-default-excludes", "--no-gitignore")
+    assert "7 files scanned" in err
+
+
+def test_jobs(tree, capsys):
+    for i in range(20):
+        (tree / f"a{i}.py").write_text(STRANDS if i % 2 else "x = 1\n")
+    code, _, err_pool = run(capsys, "--check", "-j", "2")
+    code1, _, err_one = run(capsys, "--check", "--jobs", "1")
+    assert code == code1 == EXIT_CHANGES
+    assert err_pool.splitlines()[0] == err_one.splitlines()[0]
+    assert run(capsys, "-j", "0")[0] == EXIT_USAGE
+
+
+def test_failed_file_exit_3_and_listed(tree, capsys):
+    (tree / "broken.py").write_text("import strands\ndef f(:\n")
+    code, _, err = run(capsys)
+    assert code == EXIT_FAILED
+    assert "1 failed" in err and "broken.py: does not parse" in err
+    assert "OsmosisStrandsAgent" in (tree / "pkg" / "strands_agent.py").read_text()  # the rest was migrated
+
+
+def test_missing_path_is_a_usage_error(tree, capsys):
+    code, _, err = run(capsys, "nope/")
+    assert code == EXIT_USAGE and "no such file or directory" in err
+
+
+def test_report_json(tree, capsys):
+    (tree / "broken.py").write_text("import strands\ndef f(:\n")
+    code, _, _ = run(capsys, "--check", "--report", "out.json")
+    assert code == EXIT_FAILED
+    report = json.loads((tree / "out.json").read_text())
+    assert report["schema"] == "osmosis-migrate-report" and report["version"] == 1
+    assert report["mode"] == "check" and report["strategy"] == "auto"
+    assert report["summary"]["scanned"] == 4 and report["summary"]["failed"] == 1
+    files = {Path(f["path"]).name: f for f in report["files"]}
+    assert "plain.py" not in files  # prefiltered files are only counted
+    s = files["strands_agent.py"]
+    assert s["status"] == "changed" and s["error"] is None
+    assert {"code", "line", "message"} <= set(s["edits"][0]) and s["edits"][0]["code"].startswith("OM1")
+    assert s["todos"][0]["code"] == "OM190" and s["todos"][0]["line"] > 0
+    assert files["broken.py"]["status"] == "failed" and "does not parse" in files["broken.py"]["error"]
+
+
+def test_rules_command(capsys):
+    code, out, _ = run(capsys, "rules")
+    assert code == EXIT_OK
+    assert "OM100  strands-agent" in out and "OM200  openai-agent" in out and "OM400  imports" in out
+    assert run(capsys, "rules", "x")[0] == EXIT_USAGE
+
+
+def test_todo_command(tree, capsys):
+    code, out, err = run(capsys, "todo")
+    assert code == EXIT_OK and "0 open TODO markers" in err
+    run(capsys)
+    code, out, err = run(capsys, "todo", "pkg")
+    assert code == EXIT_CHANGES
+    assert "pkg/strands_agent.py:" in out and " OM190 `solve` became SolveWorkflow" in out
+    assert "2 open TODO markers" in err
+
+
+def test_opt_out_comment(tree, capsys):
+    (tree / "pkg" / "strands_agent.py").write_text("# osmosis-migrate: skip-file\n" + STRANDS)
+    code, _, err = run(capsys, "--check", "pkg/strands_agent.py")
+    assert code == EXIT_OK and "1 opted out" in err
+
+
+# ---------------------------------------------------------------------------------------------- git
+
+
+def _git(cwd, *args):
+    subprocess.run(
+        ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "commit.gpgsign=false", *args],
+        cwd=cwd, check=True, capture_output=True,
+    )
+
+
+@pytest.fixture
+def repo(tree):
+    _git(tree, "init", "-q")
+    _git(tree, "add", "pkg")
+    _git(tree, "commit", "-q", "-m", "init")
+    return tree
+
+
+def test_refuses_dirty_files_without_a_tty(repo, capsys):
+    (repo / "pkg" / "strands_agent.py").write_text(STRANDS + "\n# local edit\n")
+    code, _, err = run(capsys)
+    assert code == EXIT_USAGE
+    assert "uncommitted changes" in err and "pkg/strands_agent.py" in err and "nothing written" in err
+    assert "OsmosisAgent" not in (repo / "pkg" / "openai_agent.py").read_text()  # nothing at all is written
+    code, _, _ = run(capsys, "--allow-dirty")
+    assert code == EXIT_OK and "OsmosisStrandsAgent" in (repo / "pkg" / "strands_agent.py").read_text()
+
+
+def test_untracked_file_counts_as_dirty_clean_files_do_not(repo, capsys):
+    (repo / "new_agent.py").write_text(STRANDS)
+    code, _, err = run(capsys, "new_agent.py")
+    assert code == EXIT_USAGE and "new_agent.py" in err
+    assert run(capsys, "pkg")[0] == EXIT_OK  # committed files: written
+
+
+# ------------------------------------------------------------------------------------------ process
+
+
+def test_console_script_help_is_fast_and_lists_exit_codes():
+    code = (
+        "import sys, time; t = time.perf_counter()\n"
+        "from codemods.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "assert 'libcst' not in sys.modules, 'libcst imported for --help'\n"
+        "print(time.perf_counter() - t, file=sys.stderr)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "exit codes:" in proc.stdout and "3  finished, but some file failed" in proc.stdout
+    assert float(proc.stderr.strip().splitlines()[-1]) < 0.5
+
+
+def test_no_progress_bar_without_a_terminal(tree):
+    proc = subprocess.run(
+        [sys.executable, "-m", "codemods.cli", "--check", "."], capture_output=True, text=True, cwd=tree,
+        env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120, stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == EXIT_CHANGES
+    assert "\r[" not in proc.stderr and "files scanned" in proc.stderr
+
+
+def test_libcst_tool_runs_a_rule(tmp_path):
+    target = tmp_path / "agent.py"
+    target.write_text(STRANDS)
+    proc = subprocess.run(
+        [sys.executable, "-m", "libcst.tool", "codemod", "--no-format", "commands.StrandsAgentCommand", str(target)],
+        capture_output=True, text=True, cwd=REPO, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = target.read_text()
+    assert "class SolveWorkflow(AgentWorkflow):" in out and "OsmosisStrandsAgent(" in out
