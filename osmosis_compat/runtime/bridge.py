@@ -116,7 +116,9 @@ class ChatBridge:
         config.load()
         self._state = ServerState()
         state = self._state
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # proto=IPPROTO_TCP: asyncio only sets TCP_NODELAY on accepted sockets whose proto says TCP (Nagle +
+        # delayed ACK would add ~40 ms to every keep-alive request).
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.host, 0))
         sock.listen(1024)
