@@ -12,6 +12,7 @@ from osmosis_compat.runtime.auth import keys_match
 
 if TYPE_CHECKING:
     from osmosis_compat.testing.policy import ScriptedPolicy
+    from osmosis_compat.testing.recording import StatusScript
 
 INVALID_KEY = {"detail": "Invalid or missing API key"}
 
@@ -73,15 +74,23 @@ def json_response(status: int, body: Any) -> Response:
 
 
 async def answer_chat(
-    policy: ScriptedPolicy, body: dict[str, Any], tools: Any, *, default_model: str
+    policy: ScriptedPolicy, body: dict[str, Any], tools: Any, *, default_model: str, script: StatusScript
 ) -> tuple[int, Any]:
-    """Validate a chat body's ``messages``/``tools`` and ask ``policy``: ``(200, completion)`` or
-    ``(422 | 500, error body)``."""
+    """Validate a chat body's ``messages``/``tools`` and ask ``policy``: ``(200, completion)``,
+    ``(422 | 500, error body)``, or — when the next status of ``script`` is not 200 — that status with an
+    OpenAI-shaped error body (no body for 204)."""
     messages = body.get("messages")
     if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
         return 422, validation_error(["body", "messages"], "messages must be a list of objects", messages)
     if tools is not None and not isinstance(tools, list):
         return 422, validation_error(["body", "tools"], "tools must be a list", tools)
+    scripted_status = script.next_status()
+    if scripted_status == 204:
+        return 204, None
+    if scripted_status != 200:
+        kind = "server_error" if scripted_status >= 500 else "invalid_request_error"
+        message = f"scripted failure (HTTP {scripted_status})"
+        return scripted_status, {"error": {"message": message, "type": kind, "code": scripted_status}}
     tools = offered_tools(tools, body.get("tool_choice"))
     try:
         return 200, await policy.areply(messages, tools, model=body.get("model") or default_model)

@@ -90,6 +90,7 @@ class FakeTrainGate(ServedFake):
     """
 
     callback_script = StatusScriptSlot()
+    chat_script = StatusScriptSlot()
 
     def __init__(
         self,
@@ -97,10 +98,12 @@ class FakeTrainGate(ServedFake):
         *,
         require_api_key: str | None = None,
         callback_script: StatusScript | list[int] | int | None = None,
+        chat_script: StatusScript | list[int] | int | None = None,
     ) -> None:
         self.policy = policy or ScriptedPolicy()
         self.require_api_key = require_api_key
         self.callback_script = callback_script
+        self.chat_script = chat_script
         self.url: str | None = None
         self.chat_log: RecordLog[RecordedRequest] = RecordLog()
         self.callback_log: RecordLog[RecordedRequest] = RecordLog()
@@ -311,7 +314,9 @@ class FakeTrainGate(ServedFake):
                 tools = await self._await_tools(body["rollout_id"])
                 if tools is None and isinstance(body.get("tools"), list):
                     tools = body["tools"]  # not legacy wire, but a bridge may send them: better than ignoring
-                status, reply = await answer_chat(self.policy, body, tools, default_model="default")
+                status, reply = await answer_chat(
+                    self.policy, body, tools, default_model="default", script=self.chat_script
+                )
             record(self.chat_log, request, headers, body, status)
             return json_response(status, reply)
 

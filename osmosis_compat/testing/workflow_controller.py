@@ -91,6 +91,7 @@ class FakeWorkflowController(ServedFake):
 
     completion_script = StatusScriptSlot()
     grader_script = StatusScriptSlot()
+    chat_script = StatusScriptSlot()
 
     def __init__(
         self,
@@ -100,11 +101,13 @@ class FakeWorkflowController(ServedFake):
         completion_script: StatusScript | list[int] | int | None = None,
         grader_script: StatusScript | list[int] | int | None = None,
         require_identity_headers: bool = False,
+        chat_script: StatusScript | list[int] | int | None = None,
     ) -> None:
         self.policy = policy or ScriptedPolicy()
         self.controller_api_key = controller_api_key
         self.completion_script = completion_script
         self.grader_script = grader_script
+        self.chat_script = chat_script
         self.require_identity_headers = require_identity_headers
         self.url: str | None = None
         self.chat_log: RecordLog[RecordedRequest] = RecordLog()
@@ -283,7 +286,13 @@ class FakeWorkflowController(ServedFake):
             elif error is not None:
                 status, reply = 422, validation_error(["body"], error)
             else:
-                status, reply = await answer_chat(self.policy, body, body.get("tools"), default_model="scripted")
+                status, reply = await answer_chat(
+                    self.policy,
+                    body,
+                    body.get("tools"),
+                    default_model="scripted",
+                    script=self.chat_script,
+                )
             self.chat_log.append(
                 RecordedRequest(
                     method="POST",

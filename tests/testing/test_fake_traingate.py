@@ -187,3 +187,12 @@ async def test_concurrent_rollouts_are_told_apart(gate):
         assert record.rollout_id == f"c-{i}" and len(record.callbacks) == 1
         assert record.final_messages[-1]["content"] == f"The answer is {2 * i}."
         assert {r.rollout_id for r in record.chat_requests} == {f"c-{i}"}
+
+
+async def test_chat_script_fails_the_agents_model_calls():
+    gate = FakeTrainGate(chat_script=[500, 204])
+    with gate.serve():
+        url = f"{gate.url}/v1/chat/completions"
+        body = {"messages": QUESTION, "rollout_id": "r-c"}
+        statuses = [(await post(url, body)).status_code for _ in range(3)]
+    assert statuses == [500, 204, 200]

@@ -251,3 +251,16 @@ async def test_callback_urls_quote_the_rollout_id(controller):
     assert url.endswith("/callbacks/run%201%3Fx/completion")
     assert (await post(url, {"rollout_id": "run 1?x"}, {"Authorization": "Bearer ctrl-key"})).status_code == 200
     assert controller.completion_callbacks("run 1?x") == [{"rollout_id": "run 1?x"}]
+
+
+async def test_chat_script_fails_model_calls_in_openai_error_shape():
+    fake = FakeWorkflowController(chat_script=[503])
+    with fake.serve():
+        url = f"{fake.url}/v1/chat/completions"
+        assert (await post(url, {"messages": "bad"}, AUTH)).status_code == 422  # validation does not consume
+        failed = await post(url, {"messages": QUESTION, "stream": True}, AUTH)
+        ok = await post(url, {"messages": QUESTION}, AUTH)
+    assert failed.status_code == 503
+    assert failed.json() == {"error": {"message": "scripted failure (HTTP 503)", "type": "server_error", "code": 503}}
+    assert ok.status_code == 200
+    assert [r.status_code for r in fake.chat_requests()] == [422, 503, 200]
