@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["completion_to_chunks", "encode_sse", "decode_sse", "chunks_to_completion", "SSE_DONE"]
+__all__ = ["completion_to_chunks", "encode_sse", "sse_event", "decode_sse", "chunks_to_completion", "SSE_DONE"]
 
 #: The terminating SSE event of every OpenAI-compatible stream.
 SSE_DONE = b"data: [DONE]\n\n"
@@ -88,11 +88,15 @@ def completion_to_chunks(completion: dict[str, Any], *, include_usage: bool) -> 
     return chunks
 
 
+def sse_event(chunk: dict[str, Any]) -> bytes:
+    """One SSE event, ``data: <compact json>\\n\\n`` (for writers that stream chunk by chunk, then
+    send :data:`SSE_DONE`)."""
+    return b"data: " + json.dumps(chunk, separators=(",", ":"), ensure_ascii=False).encode() + b"\n\n"
+
+
 def encode_sse(chunks: Iterable[dict[str, Any]]) -> bytes:
     """Encode chunks as SSE: ``data: <compact json>\\n\\n`` per chunk, then ``data: [DONE]\\n\\n``."""
-    parts = [b"data: " + json.dumps(c, separators=(",", ":"), ensure_ascii=False).encode() + b"\n\n" for c in chunks]
-    parts.append(SSE_DONE)
-    return b"".join(parts)
+    return b"".join([*(sse_event(c) for c in chunks), SSE_DONE])
 
 
 def decode_sse(body: bytes | str) -> list[dict[str, Any]]:

@@ -88,3 +88,10 @@ def test_every_frame_is_compact_single_line_json():
     for line in encode_sse(completion_to_chunks(TOOLS, include_usage=True)).split(b"\n\n")[:-2]:
         assert line.startswith(b"data: ") and b"\n" not in line
         json.loads(line[6:])
+
+
+def test_sse_event_frames_one_chunk_for_incremental_writers():
+    from osmosis_compat.runtime.sse import SSE_DONE, sse_event
+
+    chunks = completion_to_chunks(TEXT, include_usage=True)
+    assert b"".join(sse_event(c) for c in chunks) + SSE_DONE == encode_sse(chunks)
