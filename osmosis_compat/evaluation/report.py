@@ -149,20 +149,7 @@ def write_results(results: Iterable[RowResult], destination: str | Path | TextIO
 
 
 def last_assistant_text(messages: Sequence[Any]) -> str | None:
-    """Text of the last assistant message (string content, OpenAI text parts or Strands text blocks)."""
-    for message in reversed(list(messages)):
-        if isinstance(message, dict) and message.get("role") == "assistant":
-            text = _text(message.get("content"))
-            if text:
-                return text
-    return None
+    """Text of the last assistant message with text, in any message shape (None when there is none)."""
+    from osmosis_compat.workflow.messages import last_assistant_text as text_of_last
 
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(
-            part["text"] for part in content if isinstance(part, dict) and isinstance(part.get("text"), str)
-        )
-    return ""
+    return text_of_last(messages) or None

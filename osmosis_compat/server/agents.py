@@ -102,7 +102,7 @@ class AgentSpec:
         if self.backend is not None:
             return self.backend
         from osmosis_compat.adapters import loop_as_workflow
-        from osmosis_compat.workflow.backend.local import LocalBackend
+        from osmosis_compat.workflow import LocalBackend
 
         workflow_cls, grader_cls = loop_as_workflow(self.loop)
         return LocalBackend(workflow=workflow_cls, workflow_config=_adapted_config(self.loop, self.name), grader=grader_cls)
@@ -144,6 +144,6 @@ def _adapted_config(loop: Any, name: str) -> Any:
     Without a config ``LocalBackend`` runs at most 4 rollouts at a time; a legacy loop had no such cap (its
     server allowed 100), so the adapted agent keeps that behaviour.
     """
-    from osmosis_compat.workflow.config import AgentWorkflowConfig, ConcurrencyConfig
+    from osmosis_compat.workflow import AgentWorkflowConfig, ConcurrencyConfig
 
     return AgentWorkflowConfig(name=name, concurrency=ConcurrencyConfig(max_concurrent=100))

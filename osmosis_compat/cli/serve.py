@@ -1,0 +1,166 @@
+"""``osmosis-compat serve`` — serve one agent, or several legacy loops and workflows from one server."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+HELP = "serve agent loops and workflows (one or several) over the legacy and/or workflow protocol"
+DESCRIPTION = """Serve agents over HTTP.
+
+  -m module:agent_loop                 a legacy RolloutAgentLoop: exactly the legacy `osmosis serve`
+  -m path/to/entrypoint.py             a workflow entrypoint (or module:WorkflowClass / module:backend)
+  -m NAME=module:attr                  the same, addressed as NAME
+
+With several -m (or --expose other than native) one server hosts them all: each agent answers under
+/agents/<name>/ (legacy: /agents/<name>/v1/rollout/init, workflow: /agents/<name>/rollout), the default agent
+(--default, or the only one) also at the root paths, and GET /health lists every agent. See docs/serving.md.
+
+--expose both|legacy|workflow also serves each agent on the other protocol through the adapters.
+--api-key (generated unless --local) protects the legacy endpoints; the 0.2.x workflow protocol has none.
+Errors print `Error: <message>` and exit 1."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-m", "--module", action="append", required=True, metavar="[NAME=]TARGET",
+                        help="an agent to serve (repeatable): module:attr or a workflow entrypoint")
+    parser.add_argument("-p", "--port", type=int, default=9000, help="port (default 9000)")
+    parser.add_argument("-H", "--host", default="0.0.0.0", help="bind address (default 0.0.0.0)")
+    parser.add_argument("--no-validate", action="store_true", help="skip validating the agents before serving")
+    parser.add_argument("--reload", action="store_true", help="not supported (as upstream): see the error it prints")
+    parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error", "critical"),
+                        help="uvicorn log level (default info)")
+    parser.add_argument("--skip-register", action="store_true",
+                        help="accepted for compatibility; osmosis-compat never registers with the Osmosis Platform")
+    parser.add_argument("--local", "--local-debug", dest="local_debug", action="store_true",
+                        help="local debugging: no API key, no registration")
+    parser.add_argument("--api-key", help="the key controllers must present on the legacy endpoints "
+                                          "(default: a generated one, printed at startup)")
+    parser.add_argument("--log", metavar="DIR", help="write legacy debug traces under DIR/<timestamp>/")
+    parser.add_argument("--expose", choices=("native", "legacy", "workflow", "both"), default="native",
+                        help="protocols per agent: its own (default), the other one through the adapter, or both")
+    parser.add_argument("--default", metavar="NAME", help="the agent also served at the root paths "
+                                                          "(default: the only agent)")
+
+
+class ServeSetupError(Exception):
+    """The command line cannot be served (printed as ``Error: …``, exit 1)."""
+
+
+@dataclass
+class ServePlan:
+    """What ``serve`` will run: the app (or, for a lone legacy loop, the loop for ``serve_agent_loop``)."""
+
+    app: Any = None
+    legacy_loop: Any = None
+    api_key: str | None = None
+    key_generated: bool = False
+    debug_dir: str | None = None
+    banner: str = ""
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        plan = plan_server(args)
+        if plan.legacy_loop is not None:
+            from osmosis_compat.legacy.serve import serve_agent_loop
+
+            serve_agent_loop(
+                plan.legacy_loop,
+                host=args.host,
+                port=args.port,
+                validate=not args.no_validate,
+                log_level=args.log_level,
+                skip_register=args.skip_register,
+                api_key=args.api_key,
+                local_debug=args.local_debug,
+                debug_dir=args.log,
+            )
+            return 0
+        import uvicorn
+
+        print(plan.banner, flush=True)
+        uvicorn.run(plan.app, host=args.host, port=args.port, log_level=args.log_level)
+        return 0
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # upstream: any failure → "Error: <msg>" and exit 1
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
+
+
+def plan_server(args: argparse.Namespace) -> ServePlan:
+    """Load, validate and assemble everything ``serve`` needs; raise with a readable message on any problem."""
+    from osmosis_compat.legacy.exceptions import ServeError
+
+    from .targets import load_target
+
+    if args.local_debug and args.api_key is not None:
+        raise ServeError("--api-key cannot be used together with --local (local debug mode disables auth).")
+    if args.reload:
+        raise ServeError(
+            "--reload needs the app as an import string: run `uvicorn <module>:app --reload` on a module that defines "
+            "`app = create_app(agent_loop)` (legacy) or `app = create_rollout_server(backend=…)` (workflow)."
+        )
+    named = [_split_name(spec) for spec in args.module]
+    targets = [(name, load_target(spec)) for name, spec in named]
+    if len(targets) == 1 and targets[0][0] is None and targets[0][1].kind == "legacy" \
+            and args.expose in ("native", "legacy") and args.default is None:
+        # Exactly the legacy `osmosis serve`: serve_agent_loop validates, prints the banner and runs uvicorn.
+        return ServePlan(legacy_loop=targets[0][1].loop)
+    return _mixed_plan(args, targets)
+
+
+def _mixed_plan(args: argparse.Namespace, targets: list[tuple[str | None, Any]]) -> ServePlan:
+    from osmosis_compat.legacy.api_key import generate_api_key
+    from osmosis_compat.legacy.exceptions import AgentLoopValidationError
+    from osmosis_compat.legacy.serve import REGISTRATION_NOTE
+    from osmosis_compat.server.agents import AgentSpec
+    from osmosis_compat.server.mixed_app import create_mixed_app
+
+    if not args.no_validate:
+        for _, target in targets:
+            if not target.validate():
+                raise AgentLoopValidationError(f"{target.spec} failed validation (see above; --no-validate skips it)")
+    agents = [AgentSpec.from_target(target, name=name, expose=args.expose) for name, target in targets]
+    if args.local_debug:
+        key, generated = None, False
+    elif args.api_key is not None:
+        key, generated = args.api_key, False
+    else:
+        key, generated = generate_api_key(), True
+    debug_dir = None
+    if args.log:
+        debug_dir = os.path.join(args.log, str(int(time.time())))
+        os.makedirs(debug_dir, exist_ok=True)
+    app = create_mixed_app(agents, default=args.default, api_key=key, debug_dir=debug_dir)
+    shown = "(disabled - local debug)" if args.local_debug else key if generated else "(provided)"
+    host_shown = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
+    lines = [
+        "RolloutServer (osmosis-compat, mixed)",
+        f"  Address:  http://{args.host}:{args.port}",
+        f"  API key:  {shown}  (legacy endpoints)",
+        f"  Default agent: {app.default or '(none: address agents under /agents/<name>/)'}",
+        "  Agents:",
+    ]
+    for agent in agents:
+        for protocol, path in app.endpoints(agent.name).items():
+            via = "" if protocol == agent.kind else "  (adapted)"
+            lines.append(f"    {agent.name:<20} {agent.kind:<8} {protocol:<8} http://{host_shown}:{args.port}{path}{via}")
+    if debug_dir:
+        lines.append(f"  Debug log: {debug_dir}")
+    if not (args.skip_register or args.local_debug):
+        lines.append(REGISTRATION_NOTE)
+    return ServePlan(app=app, api_key=key, key_generated=generated, debug_dir=debug_dir, banner="\n".join(lines))
+
+
+def _split_name(spec: str) -> tuple[str | None, str]:
+    """``"NAME=target"`` → ``("NAME", "target")``; a target without ``NAME=`` → ``(None, target)``."""
+    head, sep, rest = spec.partition("=")
+    if sep and head and rest and all(c.isalnum() or c in "._-" for c in head):
+        return head, rest
+    return None, spec
