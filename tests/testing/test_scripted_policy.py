@@ -218,3 +218,30 @@ async def test_areply_applies_latency_and_rejects_bad_input():
         policy.reply("What is 2 + 3?", None)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         ScriptedPolicy(latency_s=-1)
+
+
+# -- property: any +,-,* expression is solved through the tools to the true value ----------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+def expressions():
+    leaf = st.integers(min_value=0, max_value=99).map(str)
+    return st.recursive(
+        leaf,
+        lambda inner: st.tuples(inner, st.sampled_from(["+", "-", "*"]), inner).map(
+            lambda t: f"({t[0]} {t[1]} {t[2]})"
+        ),
+        max_leaves=6,
+    ).filter(lambda e: any(op in e for op in "+-*"))
+
+
+@settings(max_examples=60, deadline=None)
+@given(expression=expressions(), generic=st.booleans())
+def test_any_expression_is_solved_with_the_tools(expression, generic):
+    tools = [CALCULATOR] if generic else [ADD, SUBTRACT, MULTIPLY, DIVIDE]
+    _, replies = converse(ScriptedPolicy(), f"Compute {expression}", tools, max_turns=10)
+    expected = eval(expression, {"__builtins__": {}})
+    assert replies[-1]["choices"][0]["message"]["content"] == f"The answer is {expected}."
+    assert len(replies) - 1 == len(find_chain(expression))  # one tool call per operation

@@ -95,3 +95,39 @@ def test_sse_event_frames_one_chunk_for_incremental_writers():
 
     chunks = completion_to_chunks(TEXT, include_usage=True)
     assert b"".join(sse_event(c) for c in chunks) + SSE_DONE == encode_sse(chunks)
+
+
+# -- property: any completion survives chunking, SSE framing and reassembly ----------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_text = st.text(min_size=0, max_size=40)
+_call = st.fixed_dictionaries({
+    "id": st.text(alphabet="abcdef0123456789", min_size=1, max_size=8).map(lambda s: f"call_{s}"),
+    "type": st.just("function"),
+    "function": st.fixed_dictionaries({"name": st.sampled_from(["add", "search", "calc"]),
+                                       "arguments": st.dictionaries(st.sampled_from("abxy"), st.integers(),
+                                                                    max_size=3).map(json.dumps)}),
+})
+
+
+@st.composite
+def completions(draw):
+    calls = draw(st.lists(_call, max_size=3))
+    content = draw(st.one_of(st.none(), _text.filter(bool)))
+    message = {"role": "assistant", "content": content}
+    if calls:
+        message["tool_calls"] = calls
+    return completion(message, "tool_calls" if calls else "stop")
+
+
+@settings(max_examples=80, deadline=None)
+@given(original=completions(), include_usage=st.booleans())
+def test_any_completion_round_trips(original, include_usage):
+    rebuilt = chunks_to_completion(decode_sse(encode_sse(completion_to_chunks(original, include_usage=include_usage))))
+    expected = original["choices"][0]["message"]
+    message = rebuilt["choices"][0]["message"]
+    assert message.get("tool_calls") == expected.get("tool_calls")
+    assert (message["content"] or None) == expected["content"]
+    assert rebuilt["choices"][0]["finish_reason"] == original["choices"][0]["finish_reason"]
