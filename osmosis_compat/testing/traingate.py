@@ -72,10 +72,12 @@ class LegacyRolloutRecord:
 
     @property
     def final_messages(self) -> list[dict[str, Any]]:
+        """``final_messages`` of the final callback (``[]`` without one)."""
         return list((self.callback or {}).get("final_messages") or [])
 
     @property
     def reward(self) -> float | None:
+        """``reward`` of the final callback (``None`` when absent)."""
         return (self.callback or {}).get("reward")
 
 
@@ -86,7 +88,8 @@ class FakeTrainGate(ServedFake):
     ``require_api_key`` when given → else 401; answered by ``policy`` with the tools the rollout server
     declared at init — or :meth:`set_tools` — since legacy chat bodies carry none),
     ``POST /v1/rollout/completed`` (recorded per ``rollout_id``; answered per ``callback_script``, default
-    200 ``{"status": "ok"}``), ``GET /health``.
+    200 ``{"status": "ok"}``), ``GET /health``. ``require_api_key`` guards both POST routes; ``chat_script``
+    makes model calls fail (see :class:`StatusScript`).
     """
 
     callback_script = StatusScriptSlot()
@@ -107,7 +110,7 @@ class FakeTrainGate(ServedFake):
         self.url: str | None = None
         self.chat_log: RecordLog[RecordedRequest] = RecordLog()
         self.callback_log: RecordLog[RecordedRequest] = RecordLog()
-        # (rollout_id, tools) each time tools become known; chat calls wait on it during init.
+        # A rollout_id each time its tools become known; chat calls racing an init wait on it.
         self._tools_log: RecordLog[str] = RecordLog()
         self._tools: dict[str, list[dict[str, Any]] | None] = {}
         # rollout_id → position in _tools_log after which its InitResponse tools will be announced.
@@ -125,6 +128,7 @@ class FakeTrainGate(ServedFake):
         self._tools_log.append(rollout_id)
 
     def tools_for(self, rollout_id: str) -> list[dict[str, Any]] | None:
+        """The tools currently declared for ``rollout_id`` (``None`` if unknown)."""
         with self._lock:
             return self._tools.get(rollout_id)
 
