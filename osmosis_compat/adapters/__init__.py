@@ -23,9 +23,9 @@ if TYPE_CHECKING:
         LoopReportedError,
         LoopResultError,
     )
-    from .loop_as_workflow import LegacyLoopGrader, LegacyLoopWorkflow, LoopResultSource, loop_as_workflow
+    from .legacy_loop_workflow import LegacyLoopGrader, LegacyLoopWorkflow, LoopResultSource, loop_as_workflow
     from .tool_schemas import ToolSchemaError, find_tools, openai_tool_schema, openai_tool_schemas
-    from .workflow_as_loop import WorkflowAgentLoop, workflow_as_loop
+    from .workflow_loop import WorkflowAgentLoop, workflow_as_loop
     from .workflow_chat_client import WorkflowChatClient
 
 _MODULE_NAMES: dict[str, tuple[str, ...]] = {
@@ -33,9 +33,9 @@ _MODULE_NAMES: dict[str, tuple[str, ...]] = {
     ".errors": (
         "AdaptedLoopError", "LoopModelCallError", "LoopModelTimeoutError", "LoopReportedError", "LoopResultError",
     ),
-    ".loop_as_workflow": ("LegacyLoopGrader", "LegacyLoopWorkflow", "LoopResultSource", "loop_as_workflow"),
+    ".legacy_loop_workflow": ("LegacyLoopGrader", "LegacyLoopWorkflow", "LoopResultSource", "loop_as_workflow"),
     ".tool_schemas": ("ToolSchemaError", "find_tools", "openai_tool_schema", "openai_tool_schemas"),
-    ".workflow_as_loop": ("WorkflowAgentLoop", "workflow_as_loop"),
+    ".workflow_loop": ("WorkflowAgentLoop", "workflow_as_loop"),
     ".workflow_chat_client": ("WorkflowChatClient",),
 }
 

@@ -23,7 +23,8 @@ legacy TrainGate. Per rollout:
 4. The result: the **first registered sample** is the rollout's conversation (legacy rollouts carry one;
    further samples are logged and dropped). ``final_messages`` = its ``trajectory_messages`` (the chat-shaped
    copy the integrations record) or else its ``messages``, with text-only content lists flattened; ``reward`` =
-   its graded reward (``None`` without a grader: TrainGate then computes the reward itself).
+   its graded reward (``None`` without a grader: TrainGate then computes the reward itself). The framework
+   runs the tools, so ``metrics.num_tool_calls`` counts the ``tool`` messages (latency not measured).
    Workflow failure → ``ctx.error(err_message)``; no sample → ``ctx.error`` saying so; grading failure →
    ``ctx.error("grading failed: …", final_messages)``.
 """
@@ -60,7 +61,7 @@ from .tool_schemas import find_tools, openai_tool_schemas
 
 __all__ = ["WorkflowAgentLoop", "workflow_as_loop"]
 
-logger = logging.getLogger("osmosis_compat.adapters.workflow_as_loop")
+logger = logging.getLogger("osmosis_compat.adapters.workflow_loop")
 
 _UNSAFE_ID = re.compile(r"[/\\\x00]")
 
@@ -237,6 +238,9 @@ class WorkflowAgentLoop(RolloutAgentLoop):
             )
         sample_id, sample = next(iter(samples.items()))
         final_messages = _final_messages(sample)
+        for message in final_messages:  # the framework ran the tools: count them for the legacy metrics
+            if message.get("role") == "tool":
+                ctx.record_tool_call()
         reward = None
         if self.backend.grader_cls is not None:
             graded = await self.backend.run_grader(request, outcome)
