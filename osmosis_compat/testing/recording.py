@@ -103,40 +103,60 @@ class RolloutTimeout(TimeoutError):
         self.record = record
 
 
+@dataclass(eq=False)
+class _Waiter(Generic[T]):
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[None]
+    match: Callable[[T], bool]
+    missing: int
+
+
 class RecordLog(Generic[T]):
-    """An append-only, thread-safe list that coroutines in any event loop can wait on."""
+    """An append-only, thread-safe list that coroutines in any event loop can wait on.
+
+    Waiting is incremental (each append is checked once per waiter), so a benchmark with thousands of
+    concurrent rollouts and records stays linear.
+    """
 
     def __init__(self) -> None:
         self._items: list[T] = []
         self._lock = threading.Lock()
-        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None], Callable[[list[T]], bool]]] = []
+        self._waiters: list[_Waiter[T]] = []
 
     def append(self, item: T) -> None:
-        """Add ``item`` and wake every waiter whose predicate now holds."""
+        """Add ``item`` and wake every waiter that now has all the items it waits for."""
+        ready: list[_Waiter[T]] = []
         with self._lock:
             self._items.append(item)
-            snapshot = list(self._items)
-            ready = [w for w in self._waiters if w[2](snapshot)]
-            self._waiters = [w for w in self._waiters if w not in ready]
-        for loop, future, _ in ready:
-            loop.call_soon_threadsafe(_resolve, future)
+            for waiter in self._waiters:
+                if waiter.match(item):
+                    waiter.missing -= 1
+                    if waiter.missing <= 0:
+                        ready.append(waiter)
+            if ready:
+                self._waiters = [w for w in self._waiters if w.missing > 0]
+        for waiter in ready:
+            waiter.loop.call_soon_threadsafe(_resolve, waiter.future)
 
     def snapshot(self) -> list[T]:
         """A copy of the items so far."""
         with self._lock:
             return list(self._items)
 
-    async def wait_for(self, predicate: Callable[[list[T]], bool], timeout: float) -> bool:
-        """Wait until ``predicate(items)`` holds; ``False`` on timeout (never raises for it)."""
+    async def wait_for_count(
+        self, match: Callable[[T], bool], count: int, timeout: float, *, start: int = 0
+    ) -> bool:
+        """Wait until ``count`` items from position ``start`` on satisfy ``match``; ``False`` on timeout
+        (never raises for it)."""
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[None] = loop.create_future()
         with self._lock:
-            if predicate(list(self._items)):
+            missing = count - sum(1 for item in self._items[start:] if match(item))
+            if missing <= 0:
                 return True
-            waiter = (loop, future, predicate)
+            waiter = _Waiter(loop, loop.create_future(), match, missing)
             self._waiters.append(waiter)
         try:
-            await asyncio.wait_for(future, timeout)
+            await asyncio.wait_for(waiter.future, timeout)
             return True
         except asyncio.TimeoutError:
             return False
@@ -144,10 +164,6 @@ class RecordLog(Generic[T]):
             with self._lock:
                 if waiter in self._waiters:
                     self._waiters.remove(waiter)
-
-    async def wait_for_count(self, match: Callable[[T], bool], count: int, timeout: float) -> bool:
-        """Wait until ``count`` items satisfy ``match``; ``False`` on timeout."""
-        return await self.wait_for(lambda items: sum(1 for item in items if match(item)) >= count, timeout)
 
     def __len__(self) -> int:
         with self._lock:

@@ -243,13 +243,12 @@ class FakeTrainGate(ServedFake):
             )
         self.set_tools(rollout_id, init_response.get("tools") or None)
 
-        def done(items: list[RecordedRequest]) -> bool:
-            mine = [r for r in items[callbacks_from:] if r.rollout_id == rollout_id]
-            if expect_callbacks is not None:
-                return len(mine) >= expect_callbacks
-            return any(r.status_code == 200 for r in mine)
-
-        ok = await self.callback_log.wait_for(done, max(0.0, deadline - time.monotonic()))
+        if expect_callbacks is not None:
+            wanted, count = (lambda r: r.rollout_id == rollout_id), expect_callbacks
+        else:
+            wanted, count = (lambda r: r.rollout_id == rollout_id and r.status_code == 200), 1
+        remaining = max(0.0, deadline - time.monotonic())
+        ok = await self.callback_log.wait_for_count(wanted, count, remaining, start=callbacks_from)
         mine = [r for r in self.callback_log.snapshot()[callbacks_from:] if r.rollout_id == rollout_id]
         if expect_callbacks is not None:
             final = mine[expect_callbacks - 1].body if ok else None
@@ -278,7 +277,7 @@ class FakeTrainGate(ServedFake):
         with self._lock:
             announced_after = self._pending.get(rollout_id)
         if announced_after is not None:
-            await self._tools_log.wait_for(lambda ids: rollout_id in ids[announced_after:], _TOOLS_WAIT_S)
+            await self._tools_log.wait_for_count(lambda rid: rid == rollout_id, 1, _TOOLS_WAIT_S, start=announced_after)
         return self.tools_for(rollout_id)
 
     # -- the app ----------------------------------------------------------------------------------

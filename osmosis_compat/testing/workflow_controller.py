@@ -237,18 +237,15 @@ class FakeWorkflowController(ServedFake):
                 response=response,
             )
 
-        def accepted_after(offset: int) -> Any:
-            def accepted(items: list[RecordedRequest]) -> bool:
-                return any(r.rollout_id == rollout_id and 200 <= r.status_code < 300 for r in items[offset:])
-
-            return accepted
+        def accepted(r: RecordedRequest) -> bool:
+            return r.rollout_id == rollout_id and 200 <= r.status_code < 300
 
         waits = [("completion", self.completion_log, start[0])]
         if grade:
             waits.append(("grader", self.grader_log, start[1]))
         missing = None
         for kind, log, offset in waits:
-            if not await log.wait_for(accepted_after(offset), max(0.0, deadline - time.monotonic())):
+            if not await log.wait_for_count(accepted, 1, max(0.0, deadline - time.monotonic()), start=offset):
                 missing = kind
                 break
         record = self._record(rollout_id, response.status_code, response_body, start)
