@@ -1,0 +1,36 @@
+"""Agents the CLI tests load with ``-m <this file>:<name>``."""
+
+from __future__ import annotations
+
+from osmosis_compat.legacy import RolloutAgentLoop, RolloutContext, RolloutRequest, RolloutResult
+
+
+class RaisingLoop(RolloutAgentLoop):
+    name = "raising"
+
+    def get_tools(self, request: RolloutRequest) -> list:
+        return []
+
+    async def run(self, ctx: RolloutContext) -> RolloutResult:
+        raise RuntimeError("the agent broke")
+
+
+class NoRewardLoop(RaisingLoop):
+    name = "no_reward"
+
+    async def run(self, ctx: RolloutContext) -> RolloutResult:
+        result = await ctx.chat(list(ctx.request.messages))
+        return ctx.complete([*ctx.request.messages, result.message])
+
+
+class SyncRunLoop(RaisingLoop):
+    name = "sync_run"
+
+    def run(self, ctx: RolloutContext) -> RolloutResult:  # type: ignore[override]  # invalid on purpose
+        return ctx.complete([])
+
+
+raising_loop = RaisingLoop()
+no_reward_loop = NoRewardLoop()
+sync_run_loop = SyncRunLoop()
+not_an_agent = 42
