@@ -10,7 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from osmosis_compat.testing.policy import ScriptedPolicy, ToolBinding
+    from osmosis_compat.testing.policy import ChatPolicy, ScriptedPolicy, ToolBinding
     from osmosis_compat.testing.recording import (
         RecordedRequest,
         RolloutTimeout,
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from osmosis_compat.testing.workflow_controller import FakeWorkflowController, WorkflowRolloutRecord
 
 _EXPORTS = {
+    "ChatPolicy": "policy",
     "ScriptedPolicy": "policy",
     "ToolBinding": "policy",
     "RecordedRequest": "recording",

@@ -11,7 +11,7 @@ from starlette.responses import JSONResponse, Response
 from osmosis_compat.runtime.auth import keys_match
 
 if TYPE_CHECKING:
-    from osmosis_compat.testing.policy import ScriptedPolicy
+    from osmosis_compat.testing.policy import ChatPolicy
     from osmosis_compat.testing.recording import StatusScript
 
 INVALID_KEY = {"detail": "Invalid or missing API key"}
@@ -74,7 +74,7 @@ def json_response(status: int, body: Any) -> Response:
 
 
 async def answer_chat(
-    policy: ScriptedPolicy, body: dict[str, Any], tools: Any, *, default_model: str, script: StatusScript
+    policy: ChatPolicy, body: dict[str, Any], tools: Any, *, default_model: str, script: StatusScript
 ) -> tuple[int, Any]:
     """Validate a chat body's ``messages``/``tools`` and ask ``policy``: ``(200, completion)``,
     ``(422 | 500, error body)``, or — when the next status of ``script`` is not 200 — that status with an

@@ -26,11 +26,11 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, Protocol, runtime_checkable
 
 from osmosis_compat.testing.arithmetic import Op, Ref, apply_op, find_chain, format_number, render_operand
 
-__all__ = ["ScriptedPolicy", "Override", "ToolBinding"]
+__all__ = ["ChatPolicy", "ScriptedPolicy", "Override", "ToolBinding"]
 
 #: ``override(messages, tools)`` → a full chat.completion dict, an assistant message dict, or ``None``.
 Override = Callable[[list[dict[str, Any]], Optional[list[dict[str, Any]]]], Optional[dict[str, Any]]]
@@ -40,6 +40,19 @@ SCRIPTED_CREATED = 1_700_000_000
 
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _NAME_TOKENS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+
+
+@runtime_checkable
+class ChatPolicy(Protocol):
+    """What the fake controllers need from a model: answer a chat request with a ``chat.completion`` dict.
+
+    :class:`ScriptedPolicy` is the built-in one; anything with this method works (e.g. a policy that
+    forwards to a real endpoint). An exception becomes a 500 answer to the agent's model call.
+    """
+
+    async def areply(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, *, model: str = ...
+    ) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from osmosis_compat.testing._http import (
     read_request,
     validation_error,
 )
-from osmosis_compat.testing.policy import ScriptedPolicy
+from osmosis_compat.testing.policy import ChatPolicy, ScriptedPolicy
 from osmosis_compat.testing.recording import (
     RecordedRequest,
     RecordLog,
@@ -97,13 +97,13 @@ class FakeTrainGate(ServedFake):
 
     def __init__(
         self,
-        policy: ScriptedPolicy | None = None,
+        policy: ChatPolicy | None = None,
         *,
         require_api_key: str | None = None,
         callback_script: StatusScript | list[int] | int | None = None,
         chat_script: StatusScript | list[int] | int | None = None,
     ) -> None:
-        self.policy = policy or ScriptedPolicy()
+        self.policy: ChatPolicy = policy if policy is not None else ScriptedPolicy()
         self.require_api_key = require_api_key
         self.callback_script = callback_script
         self.chat_script = chat_script

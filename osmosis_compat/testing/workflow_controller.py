@@ -26,7 +26,7 @@ from osmosis_compat.testing._http import (
     read_request,
     validation_error,
 )
-from osmosis_compat.testing.policy import ScriptedPolicy
+from osmosis_compat.testing.policy import ChatPolicy, ScriptedPolicy
 from osmosis_compat.testing.recording import (
     RecordedRequest,
     RecordLog,
@@ -95,7 +95,7 @@ class FakeWorkflowController(ServedFake):
 
     def __init__(
         self,
-        policy: ScriptedPolicy | None = None,
+        policy: ChatPolicy | None = None,
         *,
         controller_api_key: str = "ctrl-key",
         completion_script: StatusScript | list[int] | int | None = None,
@@ -103,7 +103,7 @@ class FakeWorkflowController(ServedFake):
         require_identity_headers: bool = False,
         chat_script: StatusScript | list[int] | int | None = None,
     ) -> None:
-        self.policy = policy or ScriptedPolicy()
+        self.policy: ChatPolicy = policy if policy is not None else ScriptedPolicy()
         self.controller_api_key = controller_api_key
         self.completion_script = completion_script
         self.grader_script = grader_script
