@@ -88,7 +88,7 @@ def _label_of(ctx: AgentWorkflowContext) -> Any:
     if label is not None:
         return label
     try:
-        from osmosis_compat.workflow.context import current_execution_request
+        from osmosis_compat.workflow.backend.local import current_execution_request
     except ImportError:
         return None
     request = current_execution_request()

@@ -22,6 +22,7 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Mapping
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -42,7 +43,13 @@ from osmosis_compat.workflow.utils.file_artifacts import create_rollout_artifact
 from osmosis_compat.workflow.utils.imports import resolve_object
 from osmosis_compat.workflow.utils.rewards import validate_samples_have_rewards
 
-__all__ = ["DEFAULT_MAX_CONCURRENT", "LocalBackend", "PhaseTimeoutError", "categorize_exception"]
+__all__ = [
+    "DEFAULT_MAX_CONCURRENT",
+    "LocalBackend",
+    "PhaseTimeoutError",
+    "categorize_exception",
+    "current_execution_request",
+]
 
 logger = logging.getLogger("osmosis_ai.rollout.backend.local")
 
@@ -56,9 +63,22 @@ class PhaseTimeoutError(TimeoutError):
     """A workflow or grader exceeded the request's ``agent_timeout_sec`` / ``grader_timeout_sec``."""
 
 
+_current_request: ContextVar[ExecutionRequest | None] = ContextVar("osmosis_current_execution_request", default=None)
+
+
+def current_execution_request() -> ExecutionRequest | None:
+    """The request whose workflow phase is running in this task (``None`` elsewhere). Not upstream API: the
+    adapters use it to show a legacy loop the request label (0.2.x workflows never see the label)."""
+    return _current_request.get()
+
+
 def categorize_exception(exc: BaseException) -> RolloutErrorCategory:
-    """``TimeoutError`` → ``timeout``; ``ValueError``/``TypeError``/``AssertionError`` (pydantic's
-    ``ValidationError`` is a ``ValueError``) → ``validation_error``; anything else → ``agent_error``."""
+    """An ``err_category`` attribute naming a category wins (the adapters tag HTTP failures of model calls with
+    ``http_error`` that way); else ``TimeoutError`` → ``timeout``; ``ValueError``/``TypeError``/``AssertionError``
+    (pydantic's ``ValidationError`` is a ``ValueError``) → ``validation_error``; anything else → ``agent_error``."""
+    tagged = getattr(exc, "err_category", None)
+    if isinstance(tagged, str) and tagged in {c.value for c in RolloutErrorCategory}:
+        return RolloutErrorCategory(tagged)
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
         return RolloutErrorCategory.TIMEOUT
     if isinstance(exc, (ValueError, TypeError, AssertionError)):
@@ -174,6 +194,7 @@ class LocalBackend(ExecutionBackend):
             workflow = self.workflow_cls(ctx.config)
 
             async def run_and_collect() -> dict[str, RolloutSample]:
+                _current_request.set(request)
                 with rollout_ctx:
                     output = await workflow.run(ctx)
                 if not rollout_ctx.sample_sources:
