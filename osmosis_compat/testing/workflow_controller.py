@@ -85,6 +85,7 @@ class FakeWorkflowController(ServedFake):
     ``POST /callbacks/{rollout_id}/grader`` (bearer-checked, recorded, answered per ``completion_script``
     / ``grader_script``), ``GET /health``.
 
+    ``controller_api_key=None`` sends no key in ``POST /rollout`` and checks none (spec/workflow-api.md §3.11).
     ``require_identity_headers=True`` answers 400 to model calls without ``x-rollout-id`` and
     ``x-sample-id``, as the 0.2.22 EvalController did.
     """
@@ -97,7 +98,7 @@ class FakeWorkflowController(ServedFake):
         self,
         policy: ChatPolicy | None = None,
         *,
-        controller_api_key: str = "ctrl-key",
+        controller_api_key: str | None = "ctrl-key",
         completion_script: StatusScript | list[int] | int | None = None,
         grader_script: StatusScript | list[int] | int | None = None,
         require_identity_headers: bool = False,
@@ -175,9 +176,10 @@ class FakeWorkflowController(ServedFake):
             "rollout_id": rollout_id,
             "initial_messages": initial_messages,
             "chat_completions_url": self.chat_completions_url,
-            "controller_api_key": self.controller_api_key,
             "completion_callback_url": self.completion_callback_url(rollout_id),
         }
+        if self.controller_api_key is not None:
+            body["controller_api_key"] = self.controller_api_key
         if grade:
             body["grader_callback_url"] = self.grader_callback_url(rollout_id)
         optional = {
@@ -269,6 +271,11 @@ class FakeWorkflowController(ServedFake):
             chat_requests=[r for r in self.chat_log.snapshot()[start[2] :] if r.rollout_id == rollout_id],
         )
 
+    def _authorized(self, headers: dict[str, str]) -> bool:
+        # controller_api_key=None plays a controller that sends no key (0.2.x then sends no Authorization).
+        key = self.controller_api_key
+        return key is None or bearer_matches(headers.get("authorization"), key)
+
     # -- the app ----------------------------------------------------------------------------------
 
     def _build_app(self) -> FastAPI:
@@ -276,7 +283,7 @@ class FakeWorkflowController(ServedFake):
 
         async def chat(request: Request) -> Response:
             headers, body, error = await read_request(request)
-            if not bearer_matches(headers.get("authorization"), self.controller_api_key):
+            if not self._authorized(headers):
                 status, reply = 401, INVALID_KEY
             elif self.require_identity_headers and not (headers.get("x-rollout-id") and headers.get("x-sample-id")):
                 status, reply = 400, {"detail": "x-rollout-id and x-sample-id headers are required"}
@@ -314,7 +321,7 @@ class FakeWorkflowController(ServedFake):
         def callback_route(log: RecordLog[RecordedRequest], script_attr: str) -> Any:
             async def callback(rollout_id: str, request: Request) -> Response:
                 headers, body, error = await read_request(request)
-                if not bearer_matches(headers.get("authorization"), self.controller_api_key):
+                if not self._authorized(headers):
                     status, reply = 401, INVALID_KEY
                 elif error is not None:
                     status, reply = 422, validation_error(["body"], error)

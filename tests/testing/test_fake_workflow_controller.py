@@ -264,3 +264,12 @@ async def test_chat_script_fails_model_calls_in_openai_error_shape():
     assert failed.json() == {"error": {"message": "scripted failure (HTTP 503)", "type": "server_error", "code": 503}}
     assert ok.status_code == 200
     assert [r.status_code for r in fake.chat_requests()] == [422, 503, 200]
+
+
+async def test_controller_without_a_key_sends_and_checks_none():
+    fake = FakeWorkflowController(controller_api_key=None)
+    with fake.serve():
+        assert "controller_api_key" not in fake.rollout_body(rollout_id="n", initial_messages=QUESTION)
+        response = await post(f"{fake.url}/v1/chat/completions", {"messages": QUESTION})
+        callback = await post(fake.completion_callback_url("n"), {"rollout_id": "n"})
+    assert response.status_code == 200 and callback.status_code == 200
