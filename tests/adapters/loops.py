@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from osmosis_compat.legacy.base import RolloutAgentLoop, RolloutContext, RolloutResult
-from osmosis_compat.legacy.exceptions import OsmosisServerError
+from osmosis_compat.legacy.exceptions import OsmosisServerError, OsmosisTimeoutError
 
 from tests.adapters.workflows import ADD_TOOL
 
@@ -24,6 +24,8 @@ class ScriptLoop(RolloutAgentLoop):
             raise RuntimeError("loop boom")
         if mode == "raise-value":
             raise ValueError("bad value in loop")
+        if mode == "timeout":
+            raise OsmosisTimeoutError("model call timed out")
         if mode == "none":
             return None
         if mode == "bad-status":

@@ -120,6 +120,7 @@ async def test_explicit_grader_overrides_the_loop_reward() -> None:
         ("error", "agent_error", "loop gave up"),
         ("raise", "agent_error", "loop boom"),
         ("raise-value", "validation_error", "bad value in loop"),
+        ("timeout", "timeout", "model call timed out"),
         ("none", "validation_error", "must return a RolloutResult"),
         ("bad-status", "validation_error", "'completed' is not a valid RolloutStatus"),
     ],
