@@ -4,6 +4,7 @@ same rewards."""
 
 from __future__ import annotations
 
+import copy
 import json
 import sys
 from pathlib import Path
@@ -42,7 +43,7 @@ def _prompt(question: str) -> list[dict[str, Any]]:
 def _shape(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Messages modulo shape: chat form, text parts flattened, ``content: null`` ≡ absent, key order ignored."""
     out = []
-    for message in to_chat_messages(messages):
+    for message in to_chat_messages(copy.deepcopy(messages)):
         message = {k: v for k, v in message.items() if v is not None}
         for call in message.get("tool_calls") or []:
             call["function"]["arguments"] = json.loads(call["function"]["arguments"])
