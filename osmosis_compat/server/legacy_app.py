@@ -34,6 +34,7 @@ from osmosis_compat.legacy.schemas import RolloutRequest, normalize_tools
 from osmosis_compat.legacy.state import AppState
 from osmosis_compat.runtime.auth import extract_bearer_token, keys_match
 from osmosis_compat.runtime.engine import Admission, EngineClosedError
+from osmosis_compat.runtime.bridge import aclose_bridge
 from osmosis_compat.runtime.http import aclose_clients
 
 __all__ = ["create_app"]
@@ -103,6 +104,7 @@ def create_app(
             if on_shutdown is not None:
                 await on_shutdown()
             await aclose_clients()
+            await aclose_bridge()  # the streaming bridge of adapted workflows (no-op when none was started)
 
     app = FastAPI(
         title=f"Osmosis RolloutServer ({agent_name})",
