@@ -264,7 +264,12 @@ class FakeTrainGate(ServedFake):
         )
         if not ok:
             wanted = f"{expect_callbacks} callback(s)" if expect_callbacks is not None else "an accepted callback"
-            raise RolloutTimeout(f"no {wanted} for {rollout_id!r} within {timeout} s", record)
+            answered = [r.status_code for r in mine]
+            raise RolloutTimeout(
+                f"no {wanted} for {rollout_id!r} within {timeout} s; received {len(mine)} callback(s), "
+                f"answered {answered} (callback_script: {self.callback_script!r})",
+                record,
+            )
         return record
 
     def _abandon_init(self, rollout_id: str) -> None:

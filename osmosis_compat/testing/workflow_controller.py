@@ -245,14 +245,15 @@ class FakeWorkflowController(ServedFake):
         waits = [("completion", self.completion_log, start[0])]
         if grade:
             waits.append(("grader", self.grader_log, start[1]))
-        missing = None
         for kind, log, offset in waits:
             if not await log.wait_for_count(accepted, 1, max(0.0, deadline - time.monotonic()), start=offset):
-                missing = kind
-                break
+                answered = [r.status_code for r in log.snapshot()[offset:] if r.rollout_id == rollout_id]
+                raise RolloutTimeout(
+                    f"no accepted {kind} callback for {rollout_id!r} within {timeout} s; "
+                    f"received {len(answered)}, answered {answered}",
+                    self._record(rollout_id, response.status_code, response_body, start),
+                )
         record = self._record(rollout_id, response.status_code, response_body, start)
-        if missing is not None:
-            raise RolloutTimeout(f"no accepted {missing} callback for {rollout_id!r} within {timeout} s", record)
         return record
 
     def _record(
