@@ -79,7 +79,8 @@ class WorkflowRolloutRecord:
 class FakeWorkflowController(ServedFake):
     """The 0.2.x workflow controller, for tests: chat endpoint + callbacks + ``run_rollout`` driver.
 
-    Routes: ``POST /chat/completions`` and ``POST /v1/chat/completions`` (bearer ``controller_api_key``,
+    Routes: ``POST /chat/completions``, ``POST /v1/chat/completions`` and the 0.3.x per-rollout
+    ``POST /v1/rollouts/{rollout_id}/chat/completions`` (bearer ``controller_api_key``,
     answered by ``policy`` with the request's own tools; SSE when ``stream`` is true, with a usage chunk
     iff ``stream_options.include_usage``), ``POST /callbacks/{rollout_id}/completion`` and
     ``POST /callbacks/{rollout_id}/grader`` (bearer-checked, recorded, answered per ``completion_script``
@@ -131,8 +132,12 @@ class FakeWorkflowController(ServedFake):
         """Where the rollout server posts ``rollout_id``'s grader callback (id URL-quoted)."""
         return f"{self.require_url()}/callbacks/{quote(rollout_id, safe='')}/grader"
 
+    def rollout_chat_completions_url(self, rollout_id: str) -> str:
+        """A 0.3.x-style per-rollout base URL, ``<url>/v1/rollouts/<id>`` (identity in the path)."""
+        return f"{self.require_url()}/v1/rollouts/{quote(rollout_id, safe='')}"
+
     def chat_requests(self, rollout_id: str | None = None) -> list[RecordedRequest]:
-        """Model calls received (all, or those whose ``x-rollout-id`` is ``rollout_id``)."""
+        """Model calls received (all, or those for ``rollout_id`` by ``x-rollout-id`` or URL)."""
         return [r for r in self.chat_log.snapshot() if rollout_id is None or r.rollout_id == rollout_id]
 
     def completion_callbacks(self, rollout_id: str | None = None) -> list[dict[str, Any]]:
@@ -284,9 +289,11 @@ class FakeWorkflowController(ServedFake):
 
         async def chat(request: Request) -> Response:
             headers, body, error = await read_request(request)
+            # 0.3.x puts the identity in the URL (<base>/v1/rollouts/<id>/chat/completions) instead of a header.
+            rollout_id = request.path_params.get("rollout_id") or headers.get("x-rollout-id")
             if not self._authorized(headers):
                 status, reply = 401, INVALID_KEY
-            elif self.require_identity_headers and not (headers.get("x-rollout-id") and headers.get("x-sample-id")):
+            elif self.require_identity_headers and not (rollout_id and headers.get("x-sample-id")):
                 status, reply = 400, {"detail": "x-rollout-id and x-sample-id headers are required"}
             elif error is not None:
                 status, reply = 422, validation_error(["body"], error)
@@ -305,7 +312,7 @@ class FakeWorkflowController(ServedFake):
                     headers=headers,
                     body=body,
                     status_code=status,
-                    rollout_id=headers.get("x-rollout-id"),
+                    rollout_id=rollout_id,
                     sample_id=headers.get("x-sample-id"),
                 )
             )
@@ -318,6 +325,7 @@ class FakeWorkflowController(ServedFake):
 
         app.add_api_route("/chat/completions", chat, methods=["POST"])
         app.add_api_route("/v1/chat/completions", chat, methods=["POST"])
+        app.add_api_route("/v1/rollouts/{rollout_id}/chat/completions", chat, methods=["POST"])
 
         def callback_route(log: RecordLog[RecordedRequest], script_attr: str) -> Any:
             async def callback(rollout_id: str, request: Request) -> Response:

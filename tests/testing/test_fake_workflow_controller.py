@@ -273,3 +273,12 @@ async def test_controller_without_a_key_sends_and_checks_none():
         response = await post(f"{fake.url}/v1/chat/completions", {"messages": QUESTION})
         callback = await post(fake.completion_callback_url("n"), {"rollout_id": "n"})
     assert response.status_code == 200 and callback.status_code == 200
+
+
+async def test_per_rollout_chat_url_carries_the_identity(controller):
+    base = controller.rollout_chat_completions_url("r 7")
+    assert base == f"{controller.url}/v1/rollouts/r%207"
+    response = await post(f"{base}/chat/completions", {"messages": QUESTION},
+                          {"Authorization": "Bearer ctrl-key", "x-sample-id": "s0"})
+    assert response.status_code == 200
+    assert [r.rollout_id for r in controller.chat_requests("r 7")] == ["r 7"]
