@@ -29,14 +29,14 @@ Helpers here: :class:`ImportTable` (what a local name refers to — aliases, ``i
 
 from __future__ import annotations
 
+import ast
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Union
+from typing import ClassVar, Optional, Union
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 SKIP_FILE_MARKER = "osmosis-migrate: skip-file"
 SKIP_MARKER = "osmosis-migrate: skip"
@@ -70,8 +70,10 @@ NodeOrLine = Union[cst.CSTNode, int, None]
 class RuleContext:
     """Per-file state shared by the rules of one run: the options, and the edits/TODOs recorded so far.
 
-    ``module`` is the tree the current rule received (the driver sets it before each rule); line numbers of
-    nodes are computed lazily from it (one position pass per tree, only when something is recorded).
+    Line numbers are those of the *statement* a node is (or is in), looked up in a statement → line map built
+    once per file from CPython's ``ast`` (cheap: no libcst metadata pass). Rules keep untouched statements
+    identical (they rebuild only what they change), so nodes of the input keep resolving after earlier rules
+    ran; pass the enclosing statement when recording an edit on an expression. Unknown → 0.
     """
 
     strategy: str = "auto"
@@ -79,23 +81,70 @@ class RuleContext:
     edits: list[Edit] = field(default_factory=list)
     todos: list[Todo] = field(default_factory=list)
     module: cst.Module | None = None
-    _positions: dict[int, int] = field(default_factory=dict, repr=False)
-    _positions_of: int | None = field(default=None, repr=False)
+    lines: dict[int, int] | None = field(default=None, repr=False)
+    origin: cst.Module | None = field(default=None, repr=False)  # the parsed input
+    tree: Optional[ast.Module] = field(default=None, repr=False)  # its CPython ast, when the driver has it
+
+    def set_source(self, module: cst.Module, tree: Optional[ast.Module]) -> None:
+        """Tell the context the input tree and its ``ast`` (lines and name counts are then derived cheaply)."""
+        self.origin, self.tree, self.module, self.lines = module, tree, module, None
+
+    def top_level_name_counts(self, module: cst.Module) -> Optional[list[dict[str, int]]]:
+        """Per top-level statement of ``module``: how often each name is referenced — from the ``ast`` (fast)
+        when ``module`` is the unchanged input, else None (the caller counts with libcst)."""
+        if module is not self.origin or self.tree is None:
+            return None
+        out: list[dict[str, int]] = []
+        ast_body = self.tree.body
+        ai = 0
+        for stmt in module.body:
+            n = len(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else 1
+            counts: dict[str, int] = {}
+            for a in ast_body[ai : ai + n]:
+                for node in ast.walk(a):
+                    name = None
+                    if isinstance(node, ast.Name):
+                        name = node.id
+                    elif isinstance(node, ast.arg):
+                        name = node.arg
+                    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                        name = node.name
+                    elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+                        name = node.value
+                    elif isinstance(node, ast.alias):
+                        name = node.asname or node.name.split(".")[0]
+                    if name is not None:
+                        counts[name] = counts.get(name, 0) + 1
+            ai += n
+            out.append(counts)
+        if ai != len(ast_body):
+            return None  # shapes disagree: let libcst count
+        return out
+
+    def index_lines(self, module: cst.Module, tree: Optional[ast.Module] = None) -> None:
+        """Build the statement → line map of ``module`` (``tree``: its ``ast``, if the caller has it)."""
+        if tree is None:
+            try:
+                tree = ast.parse(module.code)
+            except (SyntaxError, ValueError, RecursionError):
+                self.lines = {}
+                return
+        self.lines = statement_lines(module, tree)
 
     def line_of(self, node_or_line: NodeOrLine) -> int:
-        """1-based start line of ``node`` in ``self.module`` (0 when unknown, e.g. a node a rule just built)."""
+        """1-based line of a statement of the input (0 when unknown, e.g. a node a rule just built)."""
         if node_or_line is None:
             return 0
         if isinstance(node_or_line, int):
             return node_or_line
-        if self.module is None:
-            return 0
-        if self._positions_of != id(self.module):
-            wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
-            positions = wrapper.resolve(PositionProvider)
-            self._positions = {id(n): p.start.line for n, p in positions.items()}
-            self._positions_of = id(self.module)
-        return self._positions.get(id(node_or_line), 0)
+        if self.lines is None:
+            if self.origin is not None:
+                self.index_lines(self.origin, self.tree)
+            elif self.module is not None:
+                self.index_lines(self.module)
+            else:
+                return 0
+        return self.lines.get(id(node_or_line), 0)
 
     def edit(self, code: str, node_or_line: NodeOrLine, message: str) -> None:
         """Record an edit made by rule code ``code`` at ``node_or_line``."""
@@ -104,6 +153,58 @@ class RuleContext:
     def todo(self, code: str, node_or_line: NodeOrLine, reason: str) -> None:
         """Record a TODO left for a human (the caller also adds the comment with :func:`with_todo_comment`)."""
         self.todos.append(Todo(code, self.line_of(node_or_line), reason))
+
+
+def statement_lines(module: cst.Module, tree: ast.Module) -> dict[int, int]:
+    """id(libcst statement / small statement) → line, by walking both statement trees in parallel."""
+    out: dict[int, int] = {}
+
+    def suite(block: cst.BaseSuite) -> list:
+        if isinstance(block, cst.IndentedBlock):
+            return list(block.body)
+        return [cst.SimpleStatementLine(body=list(block.body))] if isinstance(block, cst.SimpleStatementSuite) else []
+
+    def walk(cst_stmts: Sequence[cst.CSTNode], ast_stmts: Sequence[ast.stmt]) -> None:
+        ai = 0
+        for stmt in cst_stmts:
+            if ai >= len(ast_stmts):
+                return
+            if isinstance(stmt, cst.SimpleStatementLine):
+                out[id(stmt)] = ast_stmts[ai].lineno
+                for small in stmt.body:
+                    if ai < len(ast_stmts):
+                        out[id(small)] = ast_stmts[ai].lineno
+                    ai += 1
+                continue
+            a = ast_stmts[ai]
+            ai += 1
+            out[id(stmt)] = a.lineno
+            body = getattr(stmt, "body", None)
+            if isinstance(body, cst.SimpleStatementSuite):
+                for small in body.body:
+                    out[id(small)] = a.lineno
+            elif isinstance(body, cst.IndentedBlock) and hasattr(a, "body"):
+                walk(body.body, a.body)
+            if isinstance(stmt, cst.If) and stmt.orelse is not None:
+                if isinstance(stmt.orelse, cst.If):
+                    walk([stmt.orelse], a.orelse)
+                else:
+                    walk(suite(stmt.orelse.body), a.orelse)
+            elif isinstance(stmt, (cst.For, cst.While)) and stmt.orelse is not None:
+                walk(suite(stmt.orelse.body), a.orelse)
+            elif isinstance(stmt, (cst.Try, cst.TryStar)) and hasattr(a, "handlers"):
+                for h, ah in zip(stmt.handlers, a.handlers):
+                    walk(suite(h.body), ah.body)
+                if stmt.orelse is not None:
+                    walk(suite(stmt.orelse.body), a.orelse)
+                if stmt.finalbody is not None:
+                    walk(suite(stmt.finalbody.body), a.finalbody)
+
+    try:
+        walk(module.body, tree.body)
+    except (AttributeError, TypeError):  # shapes disagree somewhere: lines stay unknown there
+        pass
+    return out
 
 
 class Rule(ABC):
@@ -291,22 +392,27 @@ class ImportTable:
 
 
 def _iter_imports(module: cst.Module) -> list[Union[cst.Import, cst.ImportFrom]]:
+    """Import statements at module level, including those inside top-level ``if``/``try`` blocks
+    (``try: import x except ImportError``, ``if TYPE_CHECKING:``). Imports inside functions are not considered:
+    scanning statements only keeps the rules' cost independent of the size of the code."""
     found: list[Union[cst.Import, cst.ImportFrom]] = []
 
-    class _Collect(cst.CSTVisitor):
-        def visit_Import(self, node: cst.Import) -> bool:
-            found.append(node)
-            return False
+    def scan(stmts: Sequence[cst.CSTNode], depth: int) -> None:
+        for stmt in stmts:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                found.extend(s for s in stmt.body if isinstance(s, (cst.Import, cst.ImportFrom)))
+            elif depth < 3 and isinstance(stmt, (cst.If, cst.Try, cst.TryStar, cst.Else, cst.ExceptHandler, cst.Finally)):
+                body = getattr(stmt, "body", None)
+                if isinstance(body, cst.IndentedBlock):
+                    scan(body.body, depth + 1)
+                for extra in ("orelse", "finalbody"):
+                    part = getattr(stmt, extra, None)
+                    if part is not None:
+                        scan([part], depth + 1)
+                for handler in getattr(stmt, "handlers", ()):
+                    scan([handler], depth + 1)
 
-        def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-            found.append(node)
-            return False
-
-        # expressions cannot contain imports: skip them for speed
-        def visit_Call(self, node: cst.Call) -> bool:
-            return False
-
-    module.visit(_Collect())
+    scan(module.body, 0)
     return found
 
 
@@ -418,97 +524,64 @@ def used_names(module: cst.Module) -> set[str]:
     return seen
 
 
-def remove_unused_imports(module: cst.Module, candidates: Iterable[str]) -> tuple[cst.Module, list[str]]:
-    """Drop the imported local names in ``candidates`` that are no longer used anywhere in ``module``.
+def remove_unused_imports(
+    module: cst.Module, candidates: Iterable[str], used: Optional[set[str]] = None
+) -> tuple[cst.Module, list[str]]:
+    """Drop the top-level imported names in ``candidates`` that are no longer used anywhere in ``module``.
 
     Only names a rule made unused should be passed (user imports that were already unused are left alone).
-    Returns the new module and the names removed. An import statement left empty is removed with its line,
-    its leading comments kept on the next statement.
+    ``used``: the names the module uses, if the caller already knows them (saves a pass). Returns the new module
+    and the names removed. An import statement left empty goes, its blank lines/comments kept for the next
+    statement. Statements that do not change keep their identity.
     """
     cands = set(candidates)
     if not cands:
         return module, []
-    used = used_names(module)
+    if used is None:
+        used = used_names(module)
     dead = cands - used
     if not dead:
         return module, []
     removed: list[str] = []
-
-    class _Remove(cst.CSTTransformer):
-        def leave_ImportFrom(self, original: cst.ImportFrom, updated: cst.ImportFrom):
-            if isinstance(updated.names, cst.ImportStar):
-                return updated
-            keep = []
-            for alias in updated.names:
-                local = alias.evaluated_alias or alias.evaluated_name
-                if local in dead:
-                    removed.append(local)
-                else:
-                    keep.append(alias)
-            if len(keep) == len(updated.names):
-                return updated
-            if not keep:
-                return cst.RemoveFromParent()
-            keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-            return updated.with_changes(names=keep)
-
-        def leave_Import(self, original: cst.Import, updated: cst.Import):
-            keep = []
-            for alias in updated.names:
-                local = alias.evaluated_alias or alias.evaluated_name.split(".")[0]
-                if local in dead:
-                    removed.append(local)
-                else:
-                    keep.append(alias)
-            if len(keep) == len(updated.names):
-                return updated
-            if not keep:
-                return cst.RemoveFromParent()
-            keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-            return updated.with_changes(names=keep)
-
-        def leave_SimpleStatementLine(self, original, updated):
-            if not updated.body and original.body:
-                return cst.RemoveFromParent()
-            return updated
-
-    new = module.visit(_Remove())
-    if len(new.body) != len(module.body):
-        new = new.with_changes(body=_carry_leading_lines(module.body, new.body, dead))
-    return new, sorted(set(removed))
-
-
-def _fully_dead(stmt: cst.BaseStatement, dead: set[str]) -> bool:
-    if not isinstance(stmt, cst.SimpleStatementLine):
-        return False
-    for small in stmt.body:
-        if not isinstance(small, (cst.Import, cst.ImportFrom)) or isinstance(small.names, cst.ImportStar):
-            return False
-        for alias in small.names:
-            local = alias.evaluated_alias or alias.evaluated_name
-            if isinstance(small, cst.Import) and alias.asname is None:
-                local = local.split(".")[0]
-            if local not in dead:
-                return False
-    return True
-
-
-def _carry_leading_lines(old: Sequence[cst.BaseStatement], new: Sequence[cst.BaseStatement], dead: set[str]) -> list[cst.BaseStatement]:
-    """Blank lines and comments above a removed top-level import move to the statement that follows it."""
-    survivors = [s for s in old if not _fully_dead(s, dead)]
-    if len(survivors) != len(new):
-        return list(new)  # unexpected shape: keep libcst's result as it is
-    out: list[cst.BaseStatement] = []
+    body: list[cst.BaseStatement] = []
     carried: list[cst.EmptyLine] = []
-    j = 0
-    for stmt in old:
-        if _fully_dead(stmt, dead):
+    changed = False
+    for stmt in module.body:
+        new_stmt: Optional[cst.BaseStatement] = stmt
+        if isinstance(stmt, cst.SimpleStatementLine) and any(isinstance(x, (cst.Import, cst.ImportFrom)) for x in stmt.body):
+            smalls = []
+            for small in stmt.body:
+                if isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
+                    keep = []
+                    for alias in small.names:
+                        local = alias.evaluated_alias or alias.evaluated_name
+                        if isinstance(small, cst.Import) and alias.asname is None:
+                            local = local.split(".")[0]
+                        if local in dead:
+                            removed.append(local)
+                        else:
+                            keep.append(alias)
+                    if not keep:
+                        continue
+                    if len(keep) != len(small.names):
+                        keep[-1] = keep[-1].with_changes(comma=small.names[-1].comma)
+                        small = small.with_changes(names=keep)
+                smalls.append(small)
+            if not smalls:
+                new_stmt = None
+            elif len(smalls) != len(stmt.body) or any(a is not b for a, b in zip(smalls, stmt.body)):
+                smalls[-1] = smalls[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+                new_stmt = stmt.with_changes(body=smalls)
+        if new_stmt is None:
             carried.extend(stmt.leading_lines)
+            changed = True
             continue
-        cur = new[j]
-        j += 1
+        if new_stmt is not stmt:
+            changed = True
         if carried:
-            cur = cur.with_changes(leading_lines=[*carried, *cur.leading_lines])
+            new_stmt = new_stmt.with_changes(leading_lines=[*carried, *new_stmt.leading_lines])
             carried = []
-        out.append(cur)
-    return out
+        body.append(new_stmt)
+    if not changed:
+        return module, []
+    return module.with_changes(body=body), sorted(set(removed))

@@ -134,7 +134,7 @@ def migrate_bytes(
     # CPython's own parser first: it rejects what libcst's native parser cannot survive (e.g. > 200 nested
     # brackets crash it with a stack overflow that would kill the whole run) and is ~10x cheaper than libcst.
     try:
-        ast.parse(data, filename)
+        tree = ast.parse(data, filename)
     except SyntaxError as exc:
         raise MigrationError(f"does not parse: {exc.msg} (line {exc.lineno})") from None
     except (RecursionError, MemoryError):
@@ -150,6 +150,7 @@ def migrate_bytes(
     except (UnicodeDecodeError, LookupError, SyntaxError) as exc:
         raise MigrationError(f"cannot decode: {exc}") from None
     ctx = RuleContext(strategy=strategy, filename=filename)
+    ctx.set_source(module, tree)
     acted: list[str] = []
     for rule_cls in rules:
         before = (len(ctx.edits), len(ctx.todos))

@@ -25,7 +25,15 @@ from typing import Optional, Sequence
 
 import libcst as cst
 
-from codemods.base import ImportTable, RuleContext, add_imports, has_skip_marker, remove_unused_imports, with_todo_comment
+from codemods.base import (
+    ImportTable,
+    RuleContext,
+    add_imports,
+    has_skip_marker,
+    remove_unused_imports,
+    used_names,
+    with_todo_comment,
+)
 
 WORKFLOW_IMPORTS = [("osmosis_ai.rollout", "AgentWorkflow"), ("osmosis_ai.rollout", "AgentWorkflowContext")]
 WORKFLOW_BASES = ("osmosis_ai.rollout.AgentWorkflow", "osmosis_ai.rollout.agent_workflow.AgentWorkflow")
@@ -47,6 +55,12 @@ class _NameRefs(cst.CSTVisitor):
     def visit_Arg(self, n: cst.Arg) -> bool:
         n.value.visit(self)
         return False
+
+    def visit_SimpleString(self, n: cst.SimpleString) -> None:
+        # names in string annotations / __all__ count as uses (conservative: an import is never wrongly dropped)
+        val = n.value.strip("\"'rbuRBU")
+        if val.isidentifier():
+            self.counts[val] = self.counts.get(val, 0) + 1
 
 
 def name_counts(node: cst.CSTNode) -> dict[str, int]:
@@ -167,6 +181,22 @@ class Framework(ABC):
         self.created_workflows: set[str] = set()
         self.replaced_locals: set[str] = set()
 
+    def ctor_heads(self) -> set[str]:
+        """Local names through which this framework's agent class can be reached (``Agent``, ``s`` of ``s.Agent``,
+        any name when a star import could bind it): a statement that mentions none of them builds no agent."""
+        heads: set[str] = set()
+        for q in self.agent_ctors:
+            heads.update(self.table.local_names_for(q))
+            mod, _, name = q.rpartition(".")
+            if mod in self.table.stars:
+                heads.add(name)
+        for local, mod in self.table.modules.items():
+            if any(q.startswith(mod + ".") for q in self.agent_ctors):
+                heads.add(local)
+        return heads
+
+    where: Optional[cst.CSTNode] = None  # the statement being converted: where edits on expressions are reported
+
     def is_agent_ctor(self, call: cst.Call) -> bool:
         return self.table.matches(call.func, self.agent_ctors) is not None
 
@@ -209,7 +239,7 @@ class Framework(ABC):
         new = self.fix_model(new)
         if in_run:
             new = self.add_prompt(new)
-        self.ctx.edit(self.code[:3] + "02", original or call, f"{self.label} Agent → {self.osmosis_agent[1]}")
+        self.ctx.edit(self.code[:3] + "02", self.where or original or call, f"{self.label} Agent → {self.osmosis_agent[1]}")
         return new
 
     @abstractmethod
@@ -238,6 +268,7 @@ class BodyConverter(cst.CSTTransformer):
         self.drop_returns = drop_returns
         self.result = BodyResult()
         self.pending: list[list[cst.BaseStatement]] = []
+        self.where_stack: list[Optional[cst.CSTNode]] = []
         self._impure_values: list[cst.BaseExpression] = []
         fw.begin_body()
 
@@ -251,6 +282,18 @@ class BodyConverter(cst.CSTTransformer):
     def visit_Lambda(self, node: cst.Lambda) -> bool:
         return False
 
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            self.where_stack.append(self.fw.where)
+            self.fw.where = node
+        return super().on_visit(node)
+
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):
+        result = super().on_leave(original_node, updated_node)
+        if isinstance(original_node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            self.fw.where = self.where_stack.pop()
+        return result
+
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         self.pending.append([])
         name = assigned_name(node)
@@ -262,7 +305,7 @@ class BodyConverter(cst.CSTTransformer):
         before = self.pending.pop()
         for reason in self.fw.stmt_todos:
             updated = with_todo_comment(updated, self.fw.code[:3] + "92", reason)
-            self.fw.ctx.todo(self.fw.code[:3] + "92", original, reason)
+            self.fw.ctx.todo(self.fw.code[:3] + "92", self.fw.where or original, reason)
         self.fw.stmt_todos.clear()
         if (
             self._impure_values
@@ -323,15 +366,10 @@ class BodyConverter(cst.CSTTransformer):
             return updated
         self.result.run_sites += 1
         self.result.dropped_args.extend(a.value for a in original.args)
-        self.fw.ctx.edit(self.fw.code[:3] + "05", original, f"run of `{agent.value}` awaited with the rollout prompt")
+        self.fw.ctx.edit(self.fw.code[:3] + "05", self.fw.where or original, f"run of `{agent.value}` awaited with the rollout prompt")
         if self.pending:
             self.pending[-1].extend(before)
         return expr
-
-
-def _used_outside(body: Sequence[cst.BaseStatement], name: str, skip: set[int]) -> list[int]:
-    """Indexes of top-level statements (not in ``skip``) that mention ``name``."""
-    return [i for i, stmt in enumerate(body) if i not in skip and name in names_in(stmt)]
 
 
 def _unique(name: str, taken: set[str]) -> str:
@@ -344,18 +382,29 @@ def _unique(name: str, taken: set[str]) -> str:
 
 
 def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
-    """Run the wrapping engine for one framework over ``module`` (see the module docstring)."""
+    """Run the wrapping engine for one framework over ``module`` (see the module docstring).
+
+    Cost: one name-index pass over the module (per top-level statement), then transforms only of the
+    statements that change; untouched statements keep their identity (and so their line numbers).
+    """
     ctx = fw.ctx
     table = fw.table
     code = fw.code[:3]
     body = list(module.body)
+    counts = ctx.top_level_name_counts(module) or [name_counts(stmt) for stmt in body]  # the one full pass
+    ctor_heads = fw.ctor_heads()
     top_names = {assigned_name(s) for s in body} | {
         s.name.value for s in body if isinstance(s, (cst.FunctionDef, cst.ClassDef))
     }
 
+    def users_of(name: str, skip: set[int]) -> list[int]:
+        return [i for i, c in enumerate(counts) if i not in skip and name in c]
+
     # module-level agents: X = Agent(...)
     module_agents: dict[str, int] = {}
     for i, stmt in enumerate(body):
+        if not ctor_heads & counts[i].keys():
+            continue
         name, value = assigned_name(stmt), assigned_value(stmt)
         if name and isinstance(value, cst.Call) and fw.is_agent_ctor(value) and not has_skip_marker(stmt):
             module_agents[name] = i
@@ -369,19 +418,20 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
             if n in out:
                 continue
             out.add(n)
-            todo.extend(m for m in names_in(body[module_agents[n]]) if m in module_agents and m != n)
+            todo.extend(m for m in counts[module_agents[n]] if m in module_agents and m != n)
         return out
 
     # drivers: top-level functions with a run site
     replacements: dict[int, list[cst.BaseStatement]] = {}
     moved: set[int] = set()
     todo_at: dict[int, str] = {}
-    workflows: list[str] = []
     for i, stmt in enumerate(body):
         if not isinstance(stmt, cst.FunctionDef) or has_skip_marker(stmt):
             continue
-        mentioned = names_in(stmt.body)
-        deps = agent_deps(mentioned & set(module_agents))
+        mentioned = counts[i]
+        deps = agent_deps(set(mentioned) & set(module_agents))
+        if not deps and not (ctor_heads & mentioned.keys()):
+            continue  # neither builds nor uses an agent: cannot be a driver
         snap = fw.snapshot()
         conv = BodyConverter(fw, set(deps), drop_returns=True)
         new_body = stmt.body.visit(conv)
@@ -392,19 +442,18 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
         params = [p.name.value for p in (*stmt.params.posonly_params, *stmt.params.params, *stmt.params.kwonly_params)]
         if stmt.params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) or stmt.params.star_kwarg is not None:
             problems.append("it takes *args/**kwargs")
+        body_counts = name_counts(stmt.body) if params and not problems else {}
         for p in params if not problems else ():
             uses_in_prompt = sum(_count_name(a, p) for a in conv.result.dropped_args)
-            if _count_name(stmt.body, p) > uses_in_prompt:
+            if body_counts.get(p, 0) > uses_in_prompt:
                 problems.append(f"the parameter `{p}` is used beyond the prompt")
         if "ctx" in mentioned:
             problems.append("it already uses a name `ctx`")
-        used_by = _used_outside(body, stmt.name.value, {i})
-        blocking = [j for j in used_by if not is_main_guard(body[j])]
-        if blocking:
+        used_by = users_of(stmt.name.value, {i})
+        if any(not is_main_guard(body[j]) for j in used_by):
             problems.append(f"`{stmt.name.value}` is used elsewhere in the module")
         for dep in sorted(deps):
-            users = _used_outside(body, dep, {i, module_agents[dep]} | {module_agents[d] for d in deps})
-            if users:
+            if users_of(dep, {i, module_agents[dep]} | {module_agents[d] for d in deps}):
                 problems.append(f"module-level agent `{dep}` is also used elsewhere")
         if problems:
             fw.restore(snap)
@@ -414,7 +463,6 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
             continue
         cls_name = _unique(camel(stmt.name.value) + "Workflow", top_names)
         top_names.add(cls_name)
-        workflows.append(cls_name)
         # the moved module-level agents are built first, in their original order
         moved_stmts: list[cst.BaseStatement] = []
         for dep in sorted(deps, key=lambda d: module_agents[d]):
@@ -438,41 +486,75 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
                 "create_rollout_server) or run it with `osmosis-compat eval` instead of calling it here"
             )
 
-    # existing AgentWorkflow subclasses whose run() still builds plain agents
+    # existing AgentWorkflow subclasses whose run() still builds or runs plain agents
     for i, stmt in enumerate(body):
-        if isinstance(stmt, cst.ClassDef) and not has_skip_marker(stmt) and _is_workflow_class(stmt, table):
+        if (
+            isinstance(stmt, cst.ClassDef)
+            and i not in replacements
+            and ctor_heads & counts[i].keys()
+            and not has_skip_marker(stmt)
+            and _is_workflow_class(stmt, table)
+        ):
             new_cls = _migrate_workflow_class(stmt, fw)
             if new_cls is not stmt:
                 replacements[i] = [new_cls]
 
+    # whatever plain agent is still built anywhere: TODO where it is (never code that raises)
+    for i, stmt in enumerate(body):
+        if i in moved or i in replacements or not (ctor_heads & counts[i].keys()) or has_skip_marker(stmt):
+            continue
+        marker = _LeftoverMarker(fw)
+        marked = stmt.visit(marker)
+        if marker.marked:
+            replacements[i] = [marked]
+
     new_body: list[cst.BaseStatement] = []
+    new_counts: list[dict[str, int]] = []
     for i, stmt in enumerate(body):
         if i in moved:
-            # keep comments that sat above the moved statement
             continue
         out = replacements.get(i, [stmt])
         if i in todo_at:
             out = [with_todo_comment(out[0], code + "90", todo_at[i]), *out[1:]]
             ctx.todo(code + "90", stmt, todo_at[i])
         new_body.extend(out)
+        if i in replacements:
+            new_counts.extend(None for _ in out)  # counted lazily (fw_finish), only for the names it needs
+        else:
+            new_counts.append(counts[i])
+    if not replacements and not todo_at and not moved:
+        return module
     module = module.with_changes(body=new_body)
-
-    # whatever plain agent is still built anywhere: TODO where it is (never code that raises)
-    ctx.module = module  # lines of what follows refer to the migrated text
-    module = module.visit(_LeftoverMarker(fw))
-
-    # placeholders for models that now only serve migrated agents (framework hook), then imports
-    module = fw_finish(module, fw)
-    return module
+    fw.body_counts = new_counts
+    return fw_finish(module, fw)
 
 
 def fw_finish(module: cst.Module, fw: Framework) -> cst.Module:
+    """Framework hook (e.g. module-level models), then the imports: needed ones added, replaced ones dropped."""
     finish = getattr(fw, "finish", None)
     if finish is not None:
         module = finish(module)
+    used: set[str] = set()
+    counts = getattr(fw, "body_counts", None)
+    if counts is None or len(counts) != len(module.body):
+        used = used_names(module)
+    else:
+        fresh: list[str] = []
+        for stmt, c in zip(module.body, counts):
+            if _is_import_line(stmt):
+                continue
+            if c is None:
+                fresh.append(module.code_for_node(stmt))
+            else:
+                used.update(c)
+        if fresh:
+            # statements the rule built: a word search for the few candidate names is enough (a hit in a
+            # string or comment only keeps an import, never drops a needed one) and far cheaper than a visit
+            text = "\n".join(fresh)
+            used.update(n for n in fw.replaced_locals if re.search(rf"\b{re.escape(n)}\b", text))
     if fw.needed:
         module = add_imports(module, fw.needed)
-    module, removed = remove_unused_imports(module, fw.replaced_locals)
+    module, removed = remove_unused_imports(module, fw.replaced_locals, used=used)
     for name in removed:
         fw.ctx.edit(fw.code[:3] + "04", None, f"removed unused import `{name}`")
     return module
@@ -488,14 +570,18 @@ def _is_pure(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.Attribute):
         return _is_pure(expr.value)
     if isinstance(expr, cst.FormattedString):
-        return all(
-            _is_pure(p.expression) for p in expr.parts if isinstance(p, cst.FormattedStringExpression)
-        )
+        return all(_is_pure(p.expression) for p in expr.parts if isinstance(p, cst.FormattedStringExpression))
     if isinstance(expr, (cst.Tuple, cst.List)):
         return all(_is_pure(e.value) for e in expr.elements)
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in _PURE_CALLS:
         return all(_is_pure(a.value) for a in expr.args)
     return False
+
+
+def _is_import_line(stmt: cst.BaseStatement) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and all(
+        isinstance(x, (cst.Import, cst.ImportFrom)) for x in stmt.body
+    )
 
 
 def _count_name(node: cst.CSTNode, name: str) -> int:
@@ -591,6 +677,7 @@ class _LeftoverMarker(cst.CSTTransformer):
     def __init__(self, fw: Framework) -> None:
         self.fw = fw
         self.stack: list[bool] = []
+        self.marked = False
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         return not has_skip_marker(node)
@@ -614,4 +701,7 @@ class _LeftoverMarker(cst.CSTTransformer):
             "with the rollout placeholder model (the migration could not move it safely)"
         )
         self.fw.ctx.todo(self.fw.code[:3] + "91", original, reason)
-        return with_todo_comment(updated, self.fw.code[:3] + "91", reason)
+        new = with_todo_comment(updated, self.fw.code[:3] + "91", reason)
+        if new is not updated:
+            self.marked = True
+        return new

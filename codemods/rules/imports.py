@@ -79,11 +79,14 @@ class ImportsRule(Rule):
 
     def transform(self, module: cst.Module, ctx: RuleContext) -> cst.Module:
         table = ImportTable.of(module)
-        if not any(m in _MODULES for m in [*(q.rpartition(".")[0] for q in table.names.values()),
-                                           *table.modules.values(), *table.stars]) and not any(
-            q.startswith("osmosis_ai") for q in table.modules.values()
-        ):
-            return module
+        imported = [tuple(q.rsplit(".", 1)) for q in table.names.values() if "." in q]
+        needs_work = (
+            any(pair in MOVED or pair in REMOVED for pair in imported)
+            or any(star in _MODULES for star in table.stars)
+            or any(m.startswith("osmosis_ai") for m in table.modules.values())
+        )
+        if not needs_work:
+            return module  # the common case: nothing moved here, no pass over the tree
         ctx.module = module
         maybe_unused: set[str] = set()
         needed: list[tuple[str, str]] = []

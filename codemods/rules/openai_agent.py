@@ -97,7 +97,13 @@ class OpenAIFramework(Framework):
                 whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))),
         ]
         new_call = cst.Call(func=func, args=args)
-        before = cst.parse_statement(f'{var} = OsmosisMemorySession(name="{name}")\n')
+        before = cst.SimpleStatementLine(body=[cst.Assign(
+            targets=[cst.AssignTarget(cst.Name(var))],
+            value=cst.Call(func=cst.Name("OsmosisMemorySession"), args=[cst.Arg(
+                keyword=cst.Name("name"), value=cst.SimpleString(f'"{name}"'),
+                equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+            )]),
+        )])
         return cst.Await(expression=new_call), [before], None
 
 
@@ -107,7 +113,7 @@ class OpenAIAgentRule(Rule):
     code = "OM200"
     name = "openai-agent"
     summary = "agents.Agent + Runner.run → OsmosisAgent(model=OsmosisRolloutModel()) + OsmosisMemorySession in AgentWorkflow.run()"
-    trigger_words = ("agents",)
+    trigger_words = ("from agents", "import agents")
 
     def transform(self, module: cst.Module, ctx: RuleContext) -> cst.Module:
         table = ImportTable.of(module)

@@ -16,12 +16,13 @@ TODOs: OM190 driver not wrappable, OM191 plain agent left, OM192 argument to che
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 import libcst as cst
 
 from codemods.base import ImportTable, Rule, RuleContext, has_skip_marker, with_todo_comment
-from codemods.wrap import CTX_PROMPT, Framework, kwarg, migrate_module, names_in, with_kwarg, _is_workflow_class
+from codemods.wrap import CTX_PROMPT, Framework, _is_workflow_class, kwarg, migrate_module, with_kwarg
 
 STRANDS_MOD = "osmosis_ai.rollout.integrations.agents.strands"
 AGENT_CTORS = ("strands.Agent", "strands.agent.Agent", "strands.agent.agent.Agent")
@@ -96,7 +97,7 @@ class StrandsFramework(Framework):
             msg += f" ({', '.join(dropped)} dropped: the training cluster serves the policy)"
         if extra:
             msg += f"; {', '.join(a.keyword.value for a in extra)} moved into params"
-        self.ctx.edit("OM101", call, msg)
+        self.ctx.edit("OM101", self.where or call, msg)
         return placeholder_call(params)
 
     def convert_call(self, call: cst.Call) -> Optional[cst.BaseExpression]:
@@ -173,15 +174,15 @@ class StrandsAgentRule(Rule):
     code = "OM100"
     name = "strands-agent"
     summary = "strands.Agent + LiteLLMModel → OsmosisStrandsAgent + OsmosisRolloutModel in AgentWorkflow.run()"
-    trigger_words = ("strands",)
+    trigger_words = ("from strands", "import strands")
 
     def transform(self, module: cst.Module, ctx: RuleContext) -> cst.Module:
         table = ImportTable.of(module)
         if not any(q.startswith("strands") for q in [*table.names.values(), *table.modules.values(), *table.stars]):
             return module
         fw = StrandsFramework(table, ctx)
-        module = migrate_module(module, fw)
-        return _convert_module_models(module, fw)
+        fw.finish = lambda m: _convert_module_models(m, fw)
+        return migrate_module(module, fw)
 
 
 def _convert_module_models(module: cst.Module, fw: StrandsFramework) -> cst.Module:
@@ -190,7 +191,7 @@ def _convert_module_models(module: cst.Module, fw: StrandsFramework) -> cst.Modu
     body = list(module.body)
     changed = False
     table = fw.table
-    fw.ctx.module = module
+    counts = fw.body_counts
     for i, stmt in enumerate(body):
         if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
             continue
@@ -200,7 +201,11 @@ def _convert_module_models(module: cst.Module, fw: StrandsFramework) -> cst.Modu
         if len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name) or has_skip_marker(stmt):
             continue
         var = small.targets[0].target.value
-        users = [j for j, other in enumerate(body) if j != i and var in names_in(other)]
+        word = re.compile(rf"\b{re.escape(var)}\b")
+        users = [
+            j for j, c in enumerate(counts)
+            if j != i and (var in c if c is not None else bool(word.search(module.code_for_node(body[j]))))
+        ]
         if not users:
             continue
         def is_workflow(node: cst.CSTNode) -> bool:
@@ -211,7 +216,9 @@ def _convert_module_models(module: cst.Module, fw: StrandsFramework) -> cst.Modu
         in_workflows = all(is_workflow(body[j]) for j in users)
         if in_workflows:
             fw.stmt_todos = []
+            fw.where = stmt
             new = fw.convert_litellm(small.value)
+            fw.where = None
             if new is not None:
                 body[i] = stmt.with_changes(body=[small.with_changes(value=new)])
                 changed = True
@@ -231,9 +238,5 @@ def _convert_module_models(module: cst.Module, fw: StrandsFramework) -> cst.Modu
             changed = True
     if not changed:
         return module
-    from codemods.base import add_imports, remove_unused_imports
-
-    module = module.with_changes(body=body)
-    module = add_imports(module, fw.needed)
-    module, _ = remove_unused_imports(module, fw.replaced_locals)
-    return module
+    fw.body_counts = [None if b is not o else c for b, o, c in zip(body, module.body, counts)]
+    return module.with_changes(body=body)
