@@ -148,8 +148,10 @@ class ScriptedPolicy:
         for i, text in enumerate(tool_results[: len(chain)]):
             value = _last_number(text)
             if value is None:
+                if computed is None:
+                    return _text_message("OK.")  # e.g. the tool reported a division by zero
                 # A tool that answers in words: carry on with the true value rather than derail the chain.
-                value = computed[i] if computed is not None else 0
+                value = computed[i]
             results.append(value)
         step = len(tool_results)
         if step >= len(chain):

@@ -245,3 +245,18 @@ def test_any_expression_is_solved_with_the_tools(expression, generic):
     expected = eval(expression, {"__builtins__": {}})
     assert replies[-1]["choices"][0]["message"]["content"] == f"The answer is {expected}."
     assert len(replies) - 1 == len(find_chain(expression))  # one tool call per operation
+
+
+def test_a_tool_error_without_a_number_ends_the_chain_politely():
+    messages = [{"role": "user", "content": "What is 5 / 0 + 1?"}]
+    first = ScriptedPolicy().reply(messages, [DIVIDE, ADD])["choices"][0]["message"]
+    assert first["tool_calls"][0]["function"]["name"] == "divide"
+    messages += [first, {"role": "tool", "tool_call_id": first["tool_calls"][0]["id"],
+                         "content": "Error: division by zero"}]
+    assert ScriptedPolicy().reply(messages, [DIVIDE, ADD])["choices"][0]["message"]["content"] == "OK."
+    # A wordy tool on a computable chain: the policy carries on with the true value.
+    messages = [{"role": "user", "content": "What is 2 + 3 + 4?"}]
+    first = ScriptedPolicy().reply(messages, [ADD])["choices"][0]["message"]
+    messages += [first, {"role": "tool", "tool_call_id": first["tool_calls"][0]["id"], "content": "five"}]
+    second = ScriptedPolicy().reply(messages, [ADD])["choices"][0]["message"]
+    assert json.loads(second["tool_calls"][0]["function"]["arguments"]) == {"a": 5, "b": 4}
