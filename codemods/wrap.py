@@ -180,6 +180,7 @@ class Framework(ABC):
         self.needed: list[tuple[str, str]] = []
         self.created_workflows: set[str] = set()
         self.replaced_locals: set[str] = set()
+        self.replaced_count: dict[str, int] = {}
 
     def ctor_heads(self) -> set[str]:
         """Local names through which this framework's agent class can be reached (``Agent``, ``s`` of ``s.Agent``,
@@ -201,25 +202,26 @@ class Framework(ABC):
         return self.table.matches(call.func, self.agent_ctors) is not None
 
     def note_replaced(self, func: cst.BaseExpression) -> None:
-        """Remember the local name a replaced call used, so its import can go if nothing else uses it."""
-        if isinstance(func, cst.Name):
-            self.replaced_locals.add(func.value)
-        elif isinstance(func, cst.Attribute):
-            head = func
-            while isinstance(head, cst.Attribute):
-                head = head.value
-            if isinstance(head, cst.Name):
-                self.replaced_locals.add(head.value)
+        """Remember that one reference to a local name went (a replaced call's function), so its import can go
+        when no reference is left: uses = references counted in the input − references replaced."""
+        head = func
+        while isinstance(head, cst.Attribute):
+            head = head.value
+        if isinstance(head, cst.Name):
+            self.replaced_locals.add(head.value)
+            self.replaced_count[head.value] = self.replaced_count.get(head.value, 0) + 1
 
-    def snapshot(self) -> tuple[int, int, int, frozenset[str]]:
+    def snapshot(self) -> tuple:
         """State to roll back to when a conversion is abandoned (its edits/imports must not be reported)."""
-        return (len(self.ctx.edits), len(self.ctx.todos), len(self.needed), frozenset(self.replaced_locals))
+        return (len(self.ctx.edits), len(self.ctx.todos), len(self.needed), frozenset(self.replaced_locals),
+                dict(self.replaced_count))
 
-    def restore(self, snap: tuple[int, int, int, frozenset[str]]) -> None:
+    def restore(self, snap: tuple) -> None:
         del self.ctx.edits[snap[0]:]
         del self.ctx.todos[snap[1]:]
         del self.needed[snap[2]:]
         self.replaced_locals = set(snap[3])
+        self.replaced_count = dict(snap[4])
 
     def begin_body(self) -> None:
         """Called before converting each function body (per-run state such as session names)."""
@@ -423,6 +425,7 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
 
     # drivers: top-level functions with a run site
     replacements: dict[int, list[cst.BaseStatement]] = {}
+    source_counts: dict[int, dict[str, int]] = {}  # references of the input statements a replacement was made from
     moved: set[int] = set()
     todo_at: dict[int, str] = {}
     for i, stmt in enumerate(body):
@@ -479,6 +482,7 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
         fw.needed.extend(WORKFLOW_IMPORTS)
         fw.created_workflows.add(cls_name)
         replacements[i] = [_workflow_class(stmt, cls_name, inner, module)]
+        source_counts[i] = _merge_counts([counts[i], *(counts[module_agents[d]] for d in deps)])
         ctx.edit(code + "03", stmt, f"`{stmt.name.value}` wrapped as {cls_name}(AgentWorkflow).run()")
         for j in used_by:
             todo_at[j] = (
@@ -518,10 +522,8 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
             out = [with_todo_comment(out[0], code + "90", todo_at[i]), *out[1:]]
             ctx.todo(code + "90", stmt, todo_at[i])
         new_body.extend(out)
-        if i in replacements:
-            new_counts.extend(None for _ in out)  # counted lazily (fw_finish), only for the names it needs
-        else:
-            new_counts.append(counts[i])
+        new_counts.append(source_counts.get(i, counts[i]))
+        new_counts.extend({} for _ in out[1:])
     if not replacements and not todo_at and not moved:
         return module
     module = module.with_changes(body=new_body)
@@ -534,24 +536,16 @@ def fw_finish(module: cst.Module, fw: Framework) -> cst.Module:
     finish = getattr(fw, "finish", None)
     if finish is not None:
         module = finish(module)
-    used: set[str] = set()
     counts = getattr(fw, "body_counts", None)
     if counts is None or len(counts) != len(module.body):
         used = used_names(module)
     else:
-        fresh: list[str] = []
+        total: dict[str, int] = {}
         for stmt, c in zip(module.body, counts):
-            if _is_import_line(stmt):
-                continue
-            if c is None:
-                fresh.append(module.code_for_node(stmt))
-            else:
-                used.update(c)
-        if fresh:
-            # statements the rule built: a word search for the few candidate names is enough (a hit in a
-            # string or comment only keeps an import, never drops a needed one) and far cheaper than a visit
-            text = "\n".join(fresh)
-            used.update(n for n in fw.replaced_locals if re.search(rf"\b{re.escape(n)}\b", text))
+            if not _is_import_line(stmt):
+                for name, n in c.items():
+                    total[name] = total.get(name, 0) + n
+        used = {name for name, n in total.items() if n > fw.replaced_count.get(name, 0)}
     if fw.needed:
         module = add_imports(module, fw.needed)
     module, removed = remove_unused_imports(module, fw.replaced_locals, used=used)
@@ -576,6 +570,14 @@ def _is_pure(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in _PURE_CALLS:
         return all(_is_pure(a.value) for a in expr.args)
     return False
+
+
+def _merge_counts(parts: Sequence[dict[str, int]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for part in parts:
+        for name, n in part.items():
+            out[name] = out.get(name, 0) + n
+    return out
 
 
 def _is_import_line(stmt: cst.BaseStatement) -> bool:

@@ -16,7 +16,6 @@ TODOs: OM190 driver not wrappable, OM191 plain agent left, OM192 argument to che
 
 from __future__ import annotations
 
-import re
 from typing import Optional
 
 import libcst as cst
@@ -201,11 +200,7 @@ def _convert_module_models(module: cst.Module, fw: StrandsFramework) -> cst.Modu
         if len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name) or has_skip_marker(stmt):
             continue
         var = small.targets[0].target.value
-        word = re.compile(rf"\b{re.escape(var)}\b")
-        users = [
-            j for j, c in enumerate(counts)
-            if j != i and (var in c if c is not None else bool(word.search(module.code_for_node(body[j]))))
-        ]
+        users = [j for j, c in enumerate(counts) if j != i and var in c]
         if not users:
             continue
         def is_workflow(node: cst.CSTNode) -> bool:
@@ -238,5 +233,4 @@ def _convert_module_models(module: cst.Module, fw: StrandsFramework) -> cst.Modu
             changed = True
     if not changed:
         return module
-    fw.body_counts = [None if b is not o else c for b, o, c in zip(body, module.body, counts)]
     return module.with_changes(body=body)
