@@ -129,6 +129,28 @@ print(json.dumps({"seconds": time.perf_counter() - t0, "ok": ok, "failed": faile
 """
 
 
+INPROC_CODE = r"""
+import sys, time, json
+from codemods.driver import run_many, select_rules
+paths = json.load(sys.stdin)
+rules = select_rules()
+t0 = time.perf_counter()
+results = run_many(paths, rules, jobs=1)
+print(json.dumps({"seconds": time.perf_counter() - t0}))
+"""
+
+
+def in_process(paths: list[Path]) -> dict:
+    """The driver (prefilter, parse, rules, codegen, checks) in one process, without interpreter start-up."""
+    proc = subprocess.run(
+        [sys.executable, "-c", INPROC_CODE], input=json.dumps([str(p) for p in paths]),
+        capture_output=True, text=True, cwd=ROOT,
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"in-process run failed: {proc.stderr[-2000:]}")
+    return json.loads(proc.stdout)
+
+
 def floor(paths: list[Path]) -> dict:
     """Plain libcst parse + codegen of ``paths`` in one (fresh) process; files libcst dies on are left out."""
     proc = subprocess.run(
@@ -144,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--files", type=int, default=5000, help="real third-party files in the mixed tree")
     ap.add_argument("--agent-ratio", type=float, default=0.02)
-    ap.add_argument("--agent-files", type=int, default=500, help="files in the all-agent tree")
+    ap.add_argument("--agent-files", type=int, default=1000, help="files in the all-agent tree")
     ap.add_argument("--floor-sample", type=int, default=400, help="mixed-tree files timed for the floor")
     ap.add_argument("--full-floor", action="store_true", help="time the floor on the whole mixed tree")
     args = ap.parse_args(argv)
@@ -166,23 +188,26 @@ def main(argv: list[str] | None = None) -> int:
             sample = candidates
         f = floor(sample)
         entry["floor"] = {**f, "files": len(sample), "files_per_s": f["ok"] / f["seconds"] if f["seconds"] else 0}
+        ip = in_process(sorted(tree.rglob("*.py")))
+        entry["in_process_j1"] = {**ip, "files_per_s": n / ip["seconds"]}
         results[tree.name] = entry
         s = entry["j1"]["summary"]
         rows.append((
             tree.name, n, s["skipped_prefilter"], s["changed"] + s["unchanged"], s["failed"],
             entry["j1"]["seconds"], entry["j1"]["files_per_s"], entry["j2"]["seconds"], entry["j2"]["files_per_s"],
-            entry["floor"]["files_per_s"],
+            entry["floor"]["files_per_s"], entry["in_process_j1"]["files_per_s"],
         ))
     (OUT.parent / "migrate.json").write_text(json.dumps(results, indent=2, default=str))
 
     print(f"osmosis-migrate --check, {results['cores']} cores, Python {results['python']}")
     print(f"{'tree':<7} {'files':>6} {'prefiltered':>11} {'parsed':>6} {'failed':>6} "
-          f"{'-j1 s':>7} {'-j1 f/s':>8} {'-j2 s':>7} {'-j2 f/s':>8} {'floor f/s':>9} {'j1/floor':>8}")
-    for name, n, pre, parsed, failed, s1, f1, s2, f2, fl in rows:
-        # time per file relative to the floor on the same files (for the mixed tree: the parsed ones only
-        # pay libcst, so this is a whole-tree throughput ratio)
+          f"{'-j1 s':>7} {'-j1 f/s':>8} {'-j2 s':>7} {'-j2 f/s':>8} {'in-proc f/s':>11} {'floor f/s':>9} "
+          f"{'in-proc vs floor':>16}")
+    for name, n, pre, parsed, failed, s1, f1, s2, f2, fl, ipf in rows:
+        # -j1/-j2: the CLI as a user runs it (interpreter start-up included); in-proc: the driver alone, -j 1;
+        # last column: time per file relative to plain libcst parse+codegen (< 1 on the mixed tree: prefilter)
         print(f"{name:<7} {n:>6} {pre:>11} {parsed:>6} {failed:>6} {s1:>7.2f} {f1:>8.1f} {s2:>7.2f} {f2:>8.1f} "
-              f"{fl:>9.1f} {f1 / fl if fl else 0:>7.2f}x")
+              f"{ipf:>11.1f} {fl:>9.1f} {fl / ipf if ipf else 0:>15.2f}x")
     failed_files = [f for f in json.loads((OUT / "report-mixed-j1.json").read_text())["files"] if f["status"] == "failed"]
     for f in failed_files:
         print(f"  failed (run went on): {Path(f['path']).name}: {f['error']}")
