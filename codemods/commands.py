@@ -69,7 +69,8 @@ try:
     from codemods.rules.legacy_loop import LegacyLoopRule  # noqa: E402
 
     LegacyLoopCommand = _make(LegacyLoopRule, "LegacyLoopCommand")
-except ImportError:  # the legacy-loop rule lands separately
-    pass
+except ModuleNotFoundError as exc:  # the legacy-loop rule lands separately
+    if exc.name != "codemods.rules.legacy_loop":
+        raise
 
 del _Command  # only the concrete per-rule commands are listed by `libcst.tool list`

@@ -16,8 +16,9 @@ def all_rules() -> list[type[Rule]]:
         from codemods.rules.legacy_loop import LegacyLoopRule
 
         rules.append(LegacyLoopRule)
-    except ImportError:  # written in parallel by another engineer; absent until it lands
-        pass
+    except ModuleNotFoundError as exc:  # written in parallel by another engineer; absent until it lands
+        if exc.name != "codemods.rules.legacy_loop":
+            raise
     from codemods.rules.strands_agent import StrandsAgentRule
     from codemods.rules.openai_agent import OpenAIAgentRule
     from codemods.rules.imports import ImportsRule
