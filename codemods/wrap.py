@@ -443,7 +443,7 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
             continue
         problems = list(conv.result.problems)
         params = [p.name.value for p in (*stmt.params.posonly_params, *stmt.params.params, *stmt.params.kwonly_params)]
-        if stmt.params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) or stmt.params.star_kwarg is not None:
+        if isinstance(stmt.params.star_arg, cst.Param) or stmt.params.star_kwarg is not None:
             problems.append("it takes *args/**kwargs")
         body_counts = name_counts(stmt.body) if params and not problems else {}
         for p in params if not problems else ():
