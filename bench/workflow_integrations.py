@@ -1,0 +1,138 @@
+"""Strands and OpenAI Agents integrations: rollouts/s, per-call overhead, server CPU per rollout, peak RSS.
+
+Workload: the seeds' complete examples, unchanged (``examples/modern/seeds/``: the Strands ``MathAgentWorkflow`` with
+a ``calculator`` tool and the OpenAI Agents ``MultiplyWorkflow``), each served by its own entrypoint
+(``LocalBackend`` defaults, i.e. 4 concurrent rollouts) in a **fresh child process per configuration**, so CPU time and
+peak RSS are the server's own. The fake workflow controller (zero-latency ``ScriptedPolicy``) and the driver run
+here, in one event loop. Every rollout is 2 model calls + 1 tool call + grading, with both callbacks.
+
+Figures:
+- rollouts/s at concurrency 1 and 20 (after a warm-up);
+- per-call overhead: time between a rollout's consecutive model calls as the controller sees them (the
+  framework's work between two calls, tool included), p50 at concurrency 1;
+- server CPU ms per rollout: the child's user+system CPU time delta (what ``time.process_time`` measures) / rollouts;
+- peak RSS of the server (``VmHWM`` = ``ru_maxrss``).
+
+Targets (issue 3, item 9): ≥ 1.5× upstream 0.2.31's rollouts/s on this machine (Strands ~19 / ~27 at concurrency
+1 / 20, OpenAI Agents ~24 / ~28) and ≤ 150 MB peak RSS (upstream ~250 / ~275 MB; ~46 / ~37 ms server CPU).
+Run: ``python bench/workflow_integrations.py [--rollouts N]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+
+from _common import cpu_seconds, free_port, median, peak_rss_mb, percentile, start_server, stop
+
+SERVER = """
+import logging, sys, uvicorn
+sys.path.insert(0, "examples/modern/seeds")
+from {module} import app
+logging.disable(logging.INFO)
+uvicorn.run(app, host="127.0.0.1", port={port}, log_level="warning", access_log=False)
+"""
+
+INTEGRATIONS = {
+    # name: (entrypoint module, question, label, upstream rollouts/s at c1, at c20, upstream CPU ms, upstream MB)
+    "strands": ("strands_seed_example", "What is 12 + 30?", "42", 19.0, 27.0, 46.0, 250.0),
+    "openai_agents": ("openai_agents_seed_example", "What is 6 * 7?", "42", 24.0, 28.0, 37.0, 275.0),
+}
+TARGET_RATIO = 1.5
+TARGET_RSS_MB = 150.0
+
+
+async def drive(controller, url: str, question: str, label: str, n: int, concurrency: int, tag: str) -> float:
+    """Run ``n`` graded rollouts, ``concurrency`` at a time; every one must earn reward 1.0.
+
+    The driver posts with one shared httpx client (``FakeWorkflowController.run_rollout`` builds a client per
+    rollout, ~25 ms of CPU for its SSL context, which would make the driver the bottleneck on 2 cores) and waits
+    for the grader callback at the fake controller.
+    """
+    import httpx
+
+    semaphore = asyncio.Semaphore(concurrency)
+    messages = [{"role": "system", "content": "You are a calculator."}, {"role": "user", "content": question}]
+
+    async with httpx.AsyncClient(timeout=120) as client:
+
+        async def one(i: int) -> None:
+            rollout_id = f"{tag}-{i}"
+            body = controller.rollout_body(rollout_id=rollout_id, initial_messages=messages, label=label)
+            async with semaphore:
+                response = await client.post(f"{url}/rollout", json=body)
+                assert response.status_code == 200, response.text
+                [grader] = await controller.wait_for_callbacks(rollout_id, "grader", timeout=120)
+            rewards = {sid: s.get("reward") for sid, s in (grader.get("samples") or {}).items()}
+            assert rewards and all(r == 1.0 for r in rewards.values()), grader
+
+        started = time.perf_counter()
+        await asyncio.gather(*(one(i) for i in range(n)))
+        return time.perf_counter() - started
+
+
+def gaps_ms(controller, tag: str) -> list[float]:
+    by_rollout: dict[str, list[float]] = {}
+    for request in controller.chat_requests():
+        if request.rollout_id and request.rollout_id.startswith(tag + "-"):
+            by_rollout.setdefault(request.rollout_id, []).append(request.received_at)
+    gaps: list[float] = []
+    for times in by_rollout.values():
+        gaps += [(b - a) * 1000 for a, b in zip(times, times[1:])]
+    return gaps
+
+
+async def measure(controller, name: str, concurrency: int, n: int) -> dict[str, float]:
+    module, question, label, *_ = INTEGRATIONS[name]
+    port = free_port()
+    proc = start_server(SERVER.format(module=module, port=port), port)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        await drive(controller, url, question, label, 10, min(concurrency, 4), f"warm-{name}-{concurrency}")
+        tag = f"{name}-c{concurrency}"
+        cpu_before = cpu_seconds(proc.pid)
+        wall = await drive(controller, url, question, label, n, concurrency, tag)
+        cpu_ms = (cpu_seconds(proc.pid) - cpu_before) * 1000 / n
+        gaps = gaps_ms(controller, tag)
+        rss = peak_rss_mb(proc.pid)
+    finally:
+        stop(proc)
+    return {"rate": n / wall, "cpu_ms": cpu_ms, "gap_p50": median(gaps), "gap_p99": percentile(gaps, 99), "rss": rss}
+
+
+async def main_async(n: int, only: list[str]) -> bool:
+    from osmosis_compat.testing import FakeWorkflowController, ScriptedPolicy
+
+    controller = FakeWorkflowController(ScriptedPolicy(latency_s=0.0))
+    rows = []
+    async with controller.serve_async():
+        for name in only:
+            for concurrency in (1, 20):
+                rows.append((name, concurrency, await measure(controller, name, concurrency, n)))
+
+    ok = True
+    print(f"{'integration':14} {'conc':>4} {'rollouts/s':>10} {'upstream':>8} {'ratio':>6} {'CPU ms/rollout':>14} "
+          f"{'(upstream)':>10} {'call gap p50/p99 ms':>20} {'peak RSS MB':>11}")
+    for name, concurrency, m in rows:
+        _, _, _, up_c1, up_c20, up_cpu, up_rss = INTEGRATIONS[name]
+        upstream = up_c1 if concurrency == 1 else up_c20
+        ratio = m["rate"] / upstream
+        ok &= ratio >= TARGET_RATIO and m["rss"] <= TARGET_RSS_MB
+        print(f"{name:14} {concurrency:4d} {m['rate']:10.1f} {upstream:8.0f} {ratio:5.2f}x {m['cpu_ms']:14.1f} "
+              f"{up_cpu:10.0f} {m['gap_p50']:9.2f} / {m['gap_p99']:8.2f} {m['rss']:11.1f}")
+    print(f"targets: >= {TARGET_RATIO}x upstream rollouts/s, <= {TARGET_RSS_MB:.0f} MB peak RSS "
+          f"(upstream ~250 MB Strands, ~275 MB OpenAI Agents) -> {'met' if ok else 'NOT met'}")
+    return ok
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rollouts", type=int, default=200, help="measured rollouts per configuration")
+    parser.add_argument("--only", choices=sorted(INTEGRATIONS), action="append", help="limit to one integration")
+    args = parser.parse_args()
+    asyncio.run(main_async(args.rollouts, args.only or sorted(INTEGRATIONS)))
+
+
+if __name__ == "__main__":
+    main()
