@@ -179,3 +179,115 @@ async def test_artifacts_dir_is_created_per_rollout(server: Any, controller: Fak
     await controller.run_rollout(server.url, rollout_id="art", initial_messages=prompt(), label="5")
     assert (artifact_root / "art" / "artifacts").is_dir()
     assert (artifact_root / "art" / ".osmosis-health-check").read_text() == "osmosis-health-check"
+
+
+# -- sample registration styles of every era over the wire ------------------------------------------------------
+
+
+async def test_03_run_returning_messages_becomes_the_sample(server: Any, controller: FakeWorkflowController) -> None:
+    record = await controller.run_rollout(
+        server.url,
+        rollout_id="ret",
+        initial_messages=prompt(),
+        metadata={"mode": "return_list", "grader": "single"},
+    )
+    assert record.grader is not None and record.grader["status"] == "success"
+    [(sample_id, sample)] = record.grader["samples"].items()
+    assert sample_id == "ret" and sample["id"] == "ret"  # named after the rollout
+    assert sample["messages"][-1] == {"role": "assistant", "content": "returned"}
+    assert sample["reward"] == 1.0
+
+
+async def test_03_set_sample_source(server: Any, controller: FakeWorkflowController) -> None:
+    record = await controller.run_rollout(
+        server.url,
+        rollout_id="single",
+        initial_messages=prompt(),
+        metadata={"mode": "set_sample_source", "grader": "single"},
+    )
+    assert record.rewards == {"single": 1.0}
+
+
+async def test_0218_register_agent(server: Any, controller: FakeWorkflowController) -> None:
+    record = await controller.run_rollout(
+        server.url, rollout_id="agent", initial_messages=prompt(), metadata={"mode": "register_agent"}
+    )
+    assert record.grader is not None
+    assert record.grader["samples"]["legacy-agent"]["messages"][-1]["content"] == "agent"
+
+
+async def test_several_named_samples(server: Any, controller: FakeWorkflowController) -> None:
+    record = await controller.run_rollout(
+        server.url, rollout_id="many", initial_messages=prompt(), label="A", metadata={"mode": "two_samples"}
+    )
+    assert record.rewards == {"a": 1.0, "b": 0.0}
+
+
+# -- server options -------------------------------------------------------------------------------------------------
+
+
+async def test_user_lifespan_runs_around_the_server(artifact_root: Any, controller: FakeWorkflowController) -> None:
+    import contextlib
+
+    events: list[str] = []
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> Any:
+        events.append("start")
+        yield
+        events.append("stop")
+
+    with rollout_server(make_backend(artifact_root), lifespan=lifespan) as server:
+        assert events == ["start"]
+        await controller.run_rollout(server.url, rollout_id="life", initial_messages=prompt(), label="5")
+    assert events == ["start", "stop"]
+
+
+async def test_async_generator_lifespan_is_accepted(artifact_root: Any) -> None:
+    events: list[str] = []
+
+    async def lifespan(app: Any) -> Any:
+        events.append("start")
+        yield
+        events.append("stop")
+
+    with rollout_server(make_backend(artifact_root), lifespan=lifespan):
+        pass
+    assert events == ["start", "stop"]
+
+
+def test_configure_logging_only_without_handlers(monkeypatch: Any, artifact_root: Any) -> None:
+    import logging
+
+    from osmosis_compat.server.workflow_app import create_rollout_server
+
+    root = logging.getLogger()
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(logging, "basicConfig", lambda **kw: calls.append(kw))
+    monkeypatch.setattr(root, "handlers", [])
+    create_rollout_server(backend=make_backend(artifact_root))
+    assert calls == [{"level": logging.INFO, "format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}]
+    create_rollout_server(backend=make_backend(artifact_root), configure_logging=False)
+    assert len(calls) == 1
+    monkeypatch.setattr(root, "handlers", [logging.NullHandler()])
+    create_rollout_server(backend=make_backend(artifact_root))
+    assert len(calls) == 1
+
+
+async def test_custom_execution_backend(controller: FakeWorkflowController) -> None:
+    from osmosis_compat.workflow import ExecutionBackend, ExecutionRequest, ExecutionResult, RolloutSample
+
+    class Canned(ExecutionBackend):
+        async def execute(self, request: ExecutionRequest, on_workflow_complete: Any, on_grader_complete: Any = None) -> None:
+            await on_workflow_complete(ExecutionResult(status="success"))
+            await on_workflow_complete(ExecutionResult(status="success"))  # a buggy backend reporting twice
+            if on_grader_complete is not None:
+                sample = RolloutSample(id="c", messages=[], reward=0.25)
+                await on_grader_complete(ExecutionResult(status="success", samples={"c": sample}))
+
+    with rollout_server(Canned()) as server:
+        async with httpx.AsyncClient() as client:
+            assert (await client.get(f"{server.url}/health")).json() == {"status": "ok"}
+        record = await controller.run_rollout(server.url, rollout_id="canned", initial_messages=prompt(), label="x")
+    assert record.rewards == {"c": 0.25}
+    assert len(record.completions) == 1  # each callback kind is delivered once

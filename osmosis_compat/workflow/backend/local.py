@@ -200,7 +200,7 @@ class LocalBackend(ExecutionBackend):
                 if not rollout_ctx.sample_sources:
                     messages = _messages_returned(output)
                     if messages is not None:
-                        name = rollout_ctx.default_sample_name
+                        name = rollout_ctx.rollout_id or request.id
                         return {name: RolloutSample(id=name, messages=messages)}
                 return await rollout_ctx.get_samples()
 
