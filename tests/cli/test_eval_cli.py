@@ -123,3 +123,39 @@ def test_setup_errors_exit_1(argv: list[str], message: str, capsys: pytest.Captu
     assert main(["eval", *argv]) == 1
     err = capsys.readouterr().err
     assert err.startswith("Error: ") and message in err
+
+
+WORKFLOW = str(Path(__file__).resolve().parents[1] / "server" / "calc_workflow.py")
+
+
+@pytest.mark.parametrize(
+    ("module", "via", "protocol"),
+    [
+        (CALCULATOR, "workflow", "calculator (workflow protocol)"),
+        (WORKFLOW, "native", "calc-workflow (workflow protocol)"),
+        (WORKFLOW, "legacy", "calc-workflow (legacy protocol)"),
+    ],
+)
+def test_via_runs_each_kind_on_either_protocol_with_the_same_answers(
+    module: str, via: str, protocol: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    native, adapted = tmp_path / "native.jsonl", tmp_path / "adapted.jsonl"
+    assert main(["eval", "-m", CALCULATOR, "-d", str(DATASET), "-q", "-o", str(native)]) == 0
+    assert main(["eval", "-m", module, "-d", str(DATASET), "-q", "--via", via, "-o", str(adapted)]) == 0
+    assert f"Evaluation of {protocol}" in capsys.readouterr().out
+    expected = [(r["row_index"], r["reward"], r["final_message"]) for r in lines(native)]
+    assert [(r["row_index"], r["reward"], r["final_message"]) for r in lines(adapted)] == expected
+
+
+def test_workflow_failures_are_categorised(tmp_path: Path) -> None:
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text("\n".join([
+        json.dumps({**ROW, "metadata": {"fail": True}}),
+        json.dumps({**ROW, "ground_truth": "41"}),
+    ]))
+    output = tmp_path / "out.jsonl"
+    assert main(["eval", "-m", WORKFLOW, "-d", str(dataset), "-q", "-o", str(output)]) == 0
+    failed, wrong = lines(output)
+    assert (failed["status"], failed["category"], failed["error"]) == ("failed", "agent_error", "workflow asked to fail")
+    assert (wrong["status"], wrong["reward"], wrong["passed"]) == ("completed", 0.0, False)
+    assert wrong["samples"]["calc"]["reward"] == 0.0 and wrong["final_message"] == "The answer is 42."
