@@ -191,10 +191,24 @@ def migrate_source(
     wanted = [r for r in selected if r.wants(text)]
     if not wanted:
         return Result(new_text=text)
-    data = text.encode("utf-8")
+    encoding = _declared_encoding(text)
+    data = text.encode(encoding)
     new, edits, todos, _ = migrate_bytes(data, wanted, strategy=strategy, filename=filename)
-    new_text = new.decode("utf-8")
+    new_text = new.decode(encoding)
     return Result(new_text=new_text, edits=edits, todos=todos, changed=new_text != text)
+
+
+def _declared_encoding(text: str) -> str:
+    """The PEP 263 encoding a text declares (so that bytes → libcst → bytes round-trips it), else utf-8."""
+    import io
+    import tokenize
+
+    try:
+        encoding = tokenize.detect_encoding(io.BytesIO(text.encode("utf-8", "surrogatepass")).readline)[0]
+        text.encode(encoding)
+    except (SyntaxError, LookupError, UnicodeError):
+        return "utf-8"
+    return "utf-8" if encoding == "utf-8-sig" else encoding
 
 
 def _wants(data: bytes, rule: "type[Rule]") -> bool:

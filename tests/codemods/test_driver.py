@@ -184,3 +184,9 @@ def test_recursion_limit_is_restored():
     before = sys.getrecursionlimit()
     run_many([], select_rules())
     assert sys.getrecursionlimit() == before
+
+
+def test_migrate_source_with_a_latin1_cookie_round_trips_text():
+    text = "# -*- coding: latin-1 -*-\nNAME = 'caf\u00e9'\n" + STRANDS
+    result = migrate_source(text)
+    assert result.changed and "NAME = 'caf\u00e9'" in result.new_text
