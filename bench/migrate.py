@@ -140,26 +140,25 @@ print(json.dumps({"seconds": time.perf_counter() - t0}))
 """
 
 
-def in_process(paths: list[Path]) -> dict:
-    """The driver (prefilter, parse, rules, codegen, checks) in one process, without interpreter start-up."""
+def _child(code: str, paths: list[Path], what: str) -> dict:
+    """Run ``code`` in a fresh interpreter with ``paths`` as JSON on stdin; it prints one JSON object."""
     proc = subprocess.run(
-        [sys.executable, "-c", INPROC_CODE], input=json.dumps([str(p) for p in paths]),
+        [sys.executable, "-c", code], input=json.dumps([str(p) for p in paths]),
         capture_output=True, text=True, cwd=ROOT,
     )
     if proc.returncode != 0:
-        raise SystemExit(f"in-process run failed: {proc.stderr[-2000:]}")
+        raise SystemExit(f"{what} run failed: {proc.stderr[-2000:]}")
     return json.loads(proc.stdout)
+
+
+def in_process(paths: list[Path]) -> dict:
+    """The driver (prefilter, parse, rules, codegen, checks) in one process, without interpreter start-up."""
+    return _child(INPROC_CODE, paths, "in-process")
 
 
 def floor(paths: list[Path]) -> dict:
     """Plain libcst parse + codegen of ``paths`` in one (fresh) process; files libcst dies on are left out."""
-    proc = subprocess.run(
-        [sys.executable, "-c", FLOOR_CODE], input=json.dumps([str(p) for p in paths]),
-        capture_output=True, text=True, cwd=ROOT,
-    )
-    if proc.returncode != 0:
-        raise SystemExit(f"floor run failed: {proc.stderr[-2000:]}")
-    return json.loads(proc.stdout)
+    return _child(FLOOR_CODE, paths, "floor")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -112,11 +112,9 @@ class StrandsFramework(Framework):
 
     def fix_model(self, call: cst.Call) -> cst.Call:
         arg = kwarg(call, "model")
-        if arg is None:
-            self.needed.append((STRANDS_MOD, "OsmosisRolloutModel"))
-            return with_kwarg(call, "model", placeholder_call())
-        value = arg.value
-        if isinstance(value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+        value = arg.value if arg is not None else None
+        if value is None or isinstance(value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            # no model (Strands' default: Bedrock) or a fixed model id: the rollout placeholder instead
             self.needed.append((STRANDS_MOD, "OsmosisRolloutModel"))
             return with_kwarg(call, "model", placeholder_call())
         if isinstance(value, cst.Call):
