@@ -138,6 +138,17 @@ def _cmd_todo(argv: Sequence[str]) -> int:
     return EXIT_CHANGES if count else EXIT_OK
 
 
+def _file_encoding(data: bytes) -> str:
+    """The encoding a source file declares (PEP 263 cookie or BOM), utf-8 by default."""
+    import io
+    import tokenize
+
+    try:
+        return tokenize.detect_encoding(io.BytesIO(data).readline)[0]
+    except (SyntaxError, LookupError):
+        return "utf-8"
+
+
 def _confirm_dirty(dirty: Sequence[str]) -> bool:
     """On a terminal, ask; otherwise (CI, pipes) never prompt: refuse."""
     if not (sys.stdin.isatty() and sys.stderr.isatty()):
@@ -196,8 +207,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     refused = False
     if mode == "diff":
         for r in changed:
-            old = (r.old_bytes or b"").decode("utf-8", "replace").splitlines(keepends=True)
-            new = (r.new_bytes or b"").decode("utf-8", "replace").splitlines(keepends=True)
+            encoding = _file_encoding(r.old_bytes or b"")
+            old = (r.old_bytes or b"").decode(encoding, "replace").splitlines(keepends=True)
+            new = (r.new_bytes or b"").decode(encoding, "replace").splitlines(keepends=True)
             sys.stdout.writelines(difflib.unified_diff(old, new, f"a/{r.path}", f"b/{r.path}"))
     elif mode == "write" and changed:
         if not args.allow_dirty:

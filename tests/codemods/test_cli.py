@@ -60,6 +60,13 @@ def test_diff_prints_and_writes_nothing(tree, capsys):
     assert "would change" in err
 
 
+def test_diff_of_a_latin1_file(tree, capsys):
+    (tree / "l1.py").write_bytes(("# -*- coding: latin-1 -*-\nNAME = 'caf\u00e9'\n" + STRANDS).encode("latin-1"))
+    code, out, _ = run(capsys, "--diff", "l1.py")
+    assert code == EXIT_CHANGES
+    assert " NAME = 'caf\u00e9'" in out  # context line decoded with the file's encoding
+
+
 def test_check(tree, capsys):
     assert run(capsys, "--check")[0] == EXIT_CHANGES
     assert (tree / "pkg" / "openai_agent.py").read_text() == OPENAI
