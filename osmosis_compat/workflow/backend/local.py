@@ -194,9 +194,12 @@ class LocalBackend(ExecutionBackend):
             workflow = self.workflow_cls(ctx.config)
 
             async def run_and_collect() -> dict[str, RolloutSample]:
-                _current_request.set(request)
-                with rollout_ctx:
-                    output = await workflow.run(ctx)
+                token = _current_request.set(request)
+                try:
+                    with rollout_ctx:
+                        output = await workflow.run(ctx)
+                finally:
+                    _current_request.reset(token)
                 if not rollout_ctx.sample_sources:
                     messages = _messages_returned(output)
                     if messages is not None:
