@@ -194,6 +194,8 @@ _TABLE: dict[str, Entry] = {
     "osmosis_ai.rollout.utils.messages": Entry(target=f"{WORKFLOW}.utils.messages"),
     "osmosis_ai.rollout.utils.rewards": Entry(target=f"{WORKFLOW}.utils.rewards"),
     "osmosis_ai.rollout.utils.file_artifacts": Entry(target=f"{WORKFLOW}.utils.file_artifacts"),
+    "osmosis_ai.rollout.utils.http": Entry(target=f"{WORKFLOW}.utils.http"),
+    "osmosis_ai.rollout.driver": Entry(target=f"{WORKFLOW}.driver"),
 }
 
 

@@ -401,3 +401,32 @@ def test_grader_base() -> None:
     assert G().config is None
     config = GraderConfig(name="g")
     assert G(config).config is config
+
+
+async def test_upstream_http_helper_retries_like_the_callbacks(controller: Any) -> None:
+    import httpx
+
+    from osmosis_compat.workflow.utils.http import close_shared_client, get_shared_client, post_json_with_retry
+
+    url = controller.completion_callback_url("http")
+    headers = {"Authorization": "Bearer ctrl-key"}
+    controller.completion_script = [503, 429]
+    response = await post_json_with_retry(url=url, payload={"x": 1}, headers=headers, base_delay_seconds=0.001)
+    assert response.status_code == 200 and len(controller.completion_callbacks("http")) == 3
+    controller.completion_script = [401]
+    with pytest.raises(Exception):
+        await post_json_with_retry(url=url, payload={"x": 1}, headers=headers, base_delay_seconds=0.001)
+    assert len(controller.completion_callbacks("http")) == 4  # not retried
+    assert isinstance(get_shared_client(), httpx.AsyncClient)
+    await close_shared_client()
+
+
+def test_driver_contract_via_shim() -> None:
+    from osmosis_ai.rollout.driver import RolloutDriver, RolloutOutcome
+
+    class D(RolloutDriver):
+        async def run(self, messages: Any, label: Any = None, rollout_id: str = "") -> RolloutOutcome:
+            return RolloutOutcome(status="success", rollout_id=rollout_id)
+
+    assert D().max_concurrency == 0
+    assert asyncio.run(D().run([], rollout_id="x")).rollout_id == "x"

@@ -12,8 +12,7 @@ import datetime
 import threading
 from typing import Any
 
-import httpx
-
+from osmosis_compat.runtime.http import ClientSettings, get_client
 from osmosis_compat.workflow import (
     AgentWorkflow,
     AgentWorkflowConfig,
@@ -89,12 +88,12 @@ async def ask_model(messages: list[dict[str, Any]], sample_id: str) -> dict[str,
     headers = {"x-rollout-id": rollout.rollout_id, "x-sample-id": sample_id}
     if rollout.api_key:
         headers["Authorization"] = f"Bearer {rollout.api_key}"
-    async with httpx.AsyncClient(timeout=10.0) as client:
-        response = await client.post(
-            f"{rollout.chat_completions_url}/chat/completions",
-            json={"model": "osmosis-rollout", "messages": messages},
-            headers=headers,
-        )
+    client = get_client(ClientSettings(timeout_seconds=10.0))  # the runtime's pool: no TLS setup per call
+    response = await client.post(
+        f"{rollout.chat_completions_url}/chat/completions",
+        json={"model": "osmosis-rollout", "messages": messages},
+        headers=headers,
+    )
     response.raise_for_status()
     return response.json()["choices"][0]["message"]
 

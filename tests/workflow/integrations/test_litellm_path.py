@@ -1,0 +1,110 @@
+"""What the pooled-client path sends equals what upstream's litellm path sends; litellm-only options still work.
+
+These tests import the real litellm (seconds): the comparison needs upstream's path as the reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from osmosis_compat.testing import FakeWorkflowController
+from osmosis_compat.workflow import RolloutContext
+from osmosis_compat.workflow.integrations.strands import OsmosisRolloutModel, OsmosisStrandsAgent
+from tests.workflow.conftest import prompt
+from tests.workflow.integrations.flows import add, multiply
+
+# Headers that identify the call; transport details (x-stainless-*, content-length, host) are the client's own.
+IDENTITY = ("authorization", "content-type", "user-agent", "x-rollout-id", "x-sample-id")
+
+
+@pytest.fixture(scope="module")
+def controller() -> Iterator[FakeWorkflowController]:
+    with FakeWorkflowController().serve() as served:
+        yield served
+
+
+async def _run(controller: FakeWorkflowController, rollout_id: str, model_factory) -> list:
+    with RolloutContext(
+        chat_completions_url=controller.chat_completions_url, api_key="ctrl-key", rollout_id=rollout_id
+    ) as ctx:
+        agent = OsmosisStrandsAgent(
+            name="calc", model=model_factory(ctx), tools=[add, multiply], messages=prompt("Compute (2 + 3) * 4"),
+            callback_handler=None, retry_strategy=None,
+        )
+        result = await agent.invoke_async()
+    assert "20" in str(result)
+    return controller.chat_requests(rollout_id)
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_strands_requests_equal_upstreams_litellm_requests(controller, stream: bool) -> None:
+    from strands.models.litellm import LiteLLMModel
+
+    params = {"temperature": 0.7, "max_tokens": 128, "top_p": 0.9}
+
+    def upstream(ctx: RolloutContext) -> LiteLLMModel:
+        # What upstream's OsmosisRolloutModel.for_sample built: a plain LiteLLMModel (litellm.acompletion per call).
+        return LiteLLMModel(
+            client_args={"api_base": ctx.chat_completions_url, "api_key": ctx.api_key,
+                         "extra_headers": {"x-sample-id": "calc", "x-rollout-id": ctx.rollout_id}},
+            model_id="openai/osmosis-rollout", params=params, stream=stream,
+        )
+
+    theirs = await _run(controller, f"litellm-{stream}", upstream)
+    ours = await _run(controller, f"pooled-{stream}", lambda ctx: OsmosisRolloutModel(params=params, stream=stream))
+
+    assert len(ours) == len(theirs) == 3
+    for mine, reference in zip(ours, theirs):
+        assert mine.body == reference.body
+        assert list(mine.body) == list(reference.body)  # same key order on the wire, too
+        assert {h: mine.headers.get(h) for h in IDENTITY if h not in ("x-rollout-id",)} == {
+            h: reference.headers.get(h) for h in IDENTITY if h not in ("x-rollout-id",)
+        }
+        assert mine.headers.get("x-stainless-read-timeout") == reference.headers.get("x-stainless-read-timeout")
+
+
+async def test_litellm_only_options_take_the_litellm_path(controller) -> None:
+    def bound_with_litellm_option(ctx: RolloutContext):
+        model = OsmosisRolloutModel(params={"temperature": 0.7}).for_sample("calc", ctx)
+        model.client_args["num_retries"] = 0  # a litellm option the pooled client does not know
+        return model
+
+    requests = await _run(controller, "litellm-option", bound_with_litellm_option)
+
+    assert len(requests) == 3
+    for chat in requests:
+        assert chat.headers["x-stainless-raw-response"] == "true"  # litellm's raw-response call made it
+        assert (chat.rollout_id, chat.sample_id) == ("litellm-option", "calc")
+        assert chat.headers["authorization"] == "Bearer ctrl-key"
+        assert chat.body["model"] == "osmosis-rollout"
+
+
+async def test_agents_extra_args_take_the_litellm_path_with_identity_headers(controller) -> None:
+    from agents import ModelSettings, Runner
+
+    from osmosis_compat.workflow.integrations.openai_agents import (
+        OsmosisAgent,
+        OsmosisMemorySession,
+        OsmosisRolloutModel,
+    )
+    from tests.workflow.integrations.flows import oa_add
+
+    with RolloutContext(
+        chat_completions_url=controller.chat_completions_url, api_key="ctrl-key", rollout_id="agents-litellm"
+    ):
+        agent = OsmosisAgent(
+            name="calc", model=OsmosisRolloutModel(), tools=[oa_add],
+            model_settings=ModelSettings(temperature=0.3, extra_args={"num_retries": 0}),
+        )
+        result = await Runner.run(agent, "What is 2 + 3?", session=OsmosisMemorySession(name="calc"))
+
+    assert result.final_output == "The answer is 5."
+    requests = controller.chat_requests("agents-litellm")
+    assert len(requests) == 2
+    for chat in requests:
+        assert chat.headers["x-stainless-raw-response"] == "true"  # went through litellm.acompletion
+        assert chat.sample_id == "calc" and chat.headers["authorization"] == "Bearer ctrl-key"
+        assert chat.body["model"] == "osmosis-rollout" and chat.body["stream"] is True
+        assert chat.body["temperature"] == 0.3
