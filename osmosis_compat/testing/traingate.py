@@ -22,6 +22,7 @@ from osmosis_compat.testing._http import (
     answer_chat,
     bearer_matches,
     callback_reply,
+    driver_ssl_context,
     json_or_text,
     json_response,
     read_request,
@@ -227,7 +228,7 @@ class FakeTrainGate(ServedFake):
             # Chat calls racing the InitResponse wait for its tools (not a previous run's).
             self._pending[rollout_id] = len(self._tools_log)
         try:
-            async with httpx.AsyncClient(timeout=timeout) as client:
+            async with httpx.AsyncClient(timeout=timeout, verify=driver_ssl_context()) as client:
                 response = await client.post(f"{agent_url.rstrip('/')}/v1/rollout/init", json=body, headers=headers)
         except BaseException:
             self._abandon_init(rollout_id)

@@ -21,6 +21,7 @@ from osmosis_compat.testing._http import (
     answer_chat,
     bearer_matches,
     callback_reply,
+    driver_ssl_context,
     json_or_text,
     json_response,
     read_request,
@@ -233,7 +234,7 @@ class FakeWorkflowController(ServedFake):
         deadline = time.monotonic() + timeout
         # Only what arrives from now on belongs to this run (0.2.x accepts the same rollout_id twice).
         start = (len(self.completion_log), len(self.grader_log), len(self.chat_log))
-        async with httpx.AsyncClient(timeout=timeout) as client:
+        async with httpx.AsyncClient(timeout=timeout, verify=driver_ssl_context()) as client:
             response = await client.post(f"{rollout_server_url.rstrip('/')}/rollout", json=body)
         response_body = json_or_text(response)
         if response.status_code not in (200, 202):
