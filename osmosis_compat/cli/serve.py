@@ -112,7 +112,31 @@ def plan_server(args: argparse.Namespace) -> ServePlan:
             and args.expose in ("native", "legacy") and args.default is None:
         # Exactly the legacy `osmosis serve`: serve_agent_loop validates, prints the banner and runs uvicorn.
         return ServePlan(legacy_loop=targets[0][1].loop)
+    if len(targets) == 1 and targets[0][0] is None and targets[0][1].kind == "workflow" \
+            and args.expose in ("native", "workflow") and args.default is None:
+        return _workflow_plan(args, targets[0][1])
     return _mixed_plan(args, targets)
+
+
+def _workflow_plan(args: argparse.Namespace, target: Any) -> ServePlan:
+    """A lone workflow: exactly what its entrypoint would serve (``create_rollout_server``, no inbound auth)."""
+    from osmosis_compat.legacy.exceptions import AgentLoopValidationError
+    from osmosis_compat.server.workflow_app import create_rollout_server
+
+    if not args.no_validate and not target.validate():
+        raise AgentLoopValidationError(f"{target.spec} failed validation (see above; --no-validate skips it)")
+    if args.api_key is not None:
+        raise ValueError("--api-key protects the legacy protocol; the 0.2.x workflow protocol has no inbound auth "
+                         "(use --expose both to also serve this workflow to legacy controllers)")
+    app = create_rollout_server(backend=target.backend())
+    lines = [
+        "RolloutServer (osmosis-compat, workflow protocol)",
+        f"  Workflow: {target.name}",
+        f"  Address:  http://{args.host}:{args.port}  (POST /rollout, GET /health)",
+    ]
+    if args.log:
+        lines.append("  Note: --log writes legacy debug traces; the workflow protocol has none.")
+    return ServePlan(app=app, banner="\n".join(lines))
 
 
 def _mixed_plan(args: argparse.Namespace, targets: list[tuple[str | None, Any]]) -> ServePlan:

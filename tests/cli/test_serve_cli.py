@@ -101,3 +101,19 @@ def test_serve_process_hosts_several_agents_and_stops_on_sigint(tmp_path: Path) 
     assert proc.returncode in (0, 130), output
     assert "calc" in output and "/agents/raising/v1/rollout/init" in output
     assert sorted(p.name for p in next(tmp_path.glob("[0-9]*")).iterdir()) == ["calc", "raising"]
+
+
+WORKFLOW = str(Path(__file__).resolve().parents[1] / "server" / "calc_workflow.py")
+
+
+def test_a_lone_workflow_is_served_by_create_rollout_server_and_mixes_with_loops() -> None:
+    plan = serve.plan_server(parse("-m", WORKFLOW, "--no-validate"))
+    assert plan.legacy_loop is None and "calc-workflow" in plan.banner
+    assert {route.path for route in plan.app.routes} >= {"/rollout", "/health"}
+    with pytest.raises(ValueError, match="no inbound auth"):
+        serve.plan_server(parse("-m", WORKFLOW, "--api-key", "k"))
+    mixed = serve.plan_server(parse("-m", WORKFLOW, "-m", CALCULATOR, "--expose", "both", "--local"))
+    assert mixed.app.endpoints("calc-workflow") == {
+        "workflow": "/agents/calc-workflow/rollout", "legacy": "/agents/calc-workflow/v1/rollout/init",
+    }
+    assert "(adapted)" in mixed.banner
