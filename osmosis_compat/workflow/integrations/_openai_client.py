@@ -11,40 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from osmosis_compat.runtime.http import get_client
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-__all__ = ["rollout_openai_client"]
+__all__ = ["auth_headers_for", "rollout_openai_client"]
 
 _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str | None], AsyncOpenAI]] = (
     weakref.WeakKeyDictionary()
 )
-_keyless_class: type | None = None
 #: litellm's default request timeout, which upstream's model calls had.
 _TIMEOUT_S = 600.0
-
-
-def _keyless_client_class() -> type:
-    """``AsyncOpenAI`` that sends no ``Authorization`` header (rollouts whose ``controller_api_key`` is null).
-
-    Upstream handed ``api_key=None`` to litellm, which then fell back to ``OPENAI_API_KEY`` from the environment —
-    sending the user's real OpenAI key to the controller. We send no key at all.
-    """
-    global _keyless_class
-    if _keyless_class is None:
-        from openai import AsyncOpenAI
-
-        class _KeylessAsyncOpenAI(AsyncOpenAI):
-            @property
-            def auth_headers(self) -> dict[str, str]:
-                return {}
-
-        _keyless_class = _KeylessAsyncOpenAI
-    return _keyless_class
 
 
 def rollout_openai_client(base_url: str, api_key: str | None) -> AsyncOpenAI:
@@ -61,13 +41,32 @@ def rollout_openai_client(base_url: str, api_key: str | None) -> AsyncOpenAI:
     key = (base_url, api_key)
     client = per_loop.get(key)
     if client is None or client._client is not http_client:
-        if api_key:
-            from openai import AsyncOpenAI
+        from openai import AsyncOpenAI, omit
 
+        if api_key:
             client = AsyncOpenAI(base_url=base_url, api_key=api_key, http_client=http_client, timeout=_TIMEOUT_S)
         else:
-            client = _keyless_client_class()(
-                base_url=base_url, api_key="<none>", http_client=http_client, timeout=_TIMEOUT_S
+            # The client insists on some key; the header it would make is omitted (see auth_headers_for).
+            client = AsyncOpenAI(
+                base_url=base_url,
+                api_key="unused",
+                http_client=http_client,
+                timeout=_TIMEOUT_S,
+                default_headers={"Authorization": omit},
             )
         per_loop[key] = client
     return client
+
+
+def auth_headers_for(api_key: str | None) -> dict[str, Any]:
+    """Per-call headers for ``api_key``: nothing with a key; with none, an explicit "omit" of ``Authorization``.
+
+    Without a controller key we send no ``Authorization`` at all. Upstream handed ``api_key=None`` to litellm,
+    which then fell back to ``OPENAI_API_KEY`` from the environment — sending the user's real OpenAI key to the
+    controller. (The OpenAI client only accepts a missing key when the call itself omits the header.)
+    """
+    if api_key:
+        return {}
+    from openai import omit
+
+    return {"Authorization": omit}

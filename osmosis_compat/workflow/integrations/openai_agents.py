@@ -32,7 +32,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from osmosis_compat.workflow.context import RolloutContext, SampleSource, get_rollout_context  # noqa: E402
 from osmosis_compat.workflow.integrations._deferred_litellm import import_deferring_litellm  # noqa: E402
-from osmosis_compat.workflow.integrations._openai_client import rollout_openai_client  # noqa: E402
+from osmosis_compat.workflow.integrations._openai_client import auth_headers_for, rollout_openai_client  # noqa: E402
 from osmosis_compat.workflow.types.sample import RolloutSample  # noqa: E402
 
 _agents_litellm = import_deferring_litellm("agents.extensions.models.litellm_model")
@@ -257,7 +257,7 @@ class OsmosisLitellmModel(LitellmModel):
                 previous_response_id=previous_response_id, conversation_id=conversation_id, prompt=prompt,
             )
         else:
-            settings = dataclasses.replace(model_settings, extra_headers=headers)
+            settings = dataclasses.replace(model_settings, extra_headers={**headers, **auth_headers_for(self.api_key)})
             stream = self._chat_model().stream_response(
                 system_instructions, input, settings, tools, output_schema, handoffs, tracing,
                 previous_response_id=previous_response_id, conversation_id=conversation_id, prompt=prompt,

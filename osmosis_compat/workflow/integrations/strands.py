@@ -21,7 +21,7 @@ from typing import Any
 
 from osmosis_compat.workflow.context import RolloutContext, SampleSource, get_rollout_context
 from osmosis_compat.workflow.integrations._deferred_litellm import import_deferring_litellm
-from osmosis_compat.workflow.integrations._openai_client import rollout_openai_client
+from osmosis_compat.workflow.integrations._openai_client import auth_headers_for, rollout_openai_client
 from osmosis_compat.workflow.types.sample import RolloutSample
 from osmosis_compat.workflow.utils.messages import map_initial_messages_to_content_blocks
 
@@ -146,7 +146,7 @@ class RolloutLiteLLMModel(LiteLLMModel):
         from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
         base_url, api_key, body, headers, extra_body = fast
-        options: dict[str, Any] = {"headers": headers}
+        options: dict[str, Any] = {"headers": {**headers, **auth_headers_for(api_key)}}
         if extra_body:
             options["extra_json"] = extra_body
         client = rollout_openai_client(base_url, api_key)

@@ -108,3 +108,22 @@ async def test_agents_extra_args_take_the_litellm_path_with_identity_headers(con
         assert chat.sample_id == "calc" and chat.headers["authorization"] == "Bearer ctrl-key"
         assert chat.body["model"] == "osmosis-rollout" and chat.body["stream"] is True
         assert chat.body["temperature"] == 0.3
+
+
+def test_module_importing_litellm_after_litellm_is_loaded(tmp_path, monkeypatch) -> None:
+    import litellm
+
+    from osmosis_compat.workflow.integrations._deferred_litellm import import_deferring_litellm
+
+    (tmp_path / "uses_litellm_late.py").write_text(
+        "import litellm\n"
+        "from litellm.exceptions import ContextWindowExceededError\n"
+        "from litellm.utils import supports_response_schema\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = import_deferring_litellm("uses_litellm_late")
+
+    assert module.litellm is litellm  # litellm already loaded: a plain import, nothing deferred
+    assert module.ContextWindowExceededError is litellm.exceptions.ContextWindowExceededError
+    assert module.supports_response_schema is litellm.utils.supports_response_schema
+    assert litellm.suppress_debug_info is True

@@ -204,3 +204,50 @@ async def test_null_controller_key_sends_no_authorization(controller) -> None:
             await Runner.run(agent, "What is 2 + 3?", session=OsmosisMemorySession(name="calc"))
     [chat] = controller.chat_requests("a-nokey")
     assert chat.status_code == 401 and "authorization" not in chat.headers
+
+
+def test_tracing_rule(monkeypatch) -> None:
+    """Tracing is switched off unless the user decided: env var set, set_tracing_disabled() called, or custom
+    trace processors installed."""
+    from agents.tracing import setup
+    from agents.tracing.processor_interface import TracingProcessor
+    from agents.tracing.provider import DefaultTraceProvider
+
+    from osmosis_compat.workflow.integrations.openai_agents import _disable_tracing_unless_configured
+
+    def fresh() -> DefaultTraceProvider:
+        provider = DefaultTraceProvider()
+        monkeypatch.setattr(setup, "GLOBAL_TRACE_PROVIDER", provider)
+        return provider
+
+    def disabled(provider: DefaultTraceProvider) -> bool:
+        provider._refresh_disabled_flag()
+        return provider._disabled
+
+    monkeypatch.delenv("OPENAI_AGENTS_DISABLE_TRACING", raising=False)
+    monkeypatch.setattr(setup, "GLOBAL_TRACE_PROVIDER", None)
+    _disable_tracing_unless_configured()
+    assert disabled(setup.GLOBAL_TRACE_PROVIDER) is True  # nobody configured tracing: off
+
+    provider = fresh()
+    provider.set_disabled(False)  # the user turned it on explicitly
+    _disable_tracing_unless_configured()
+    assert disabled(provider) is False
+
+    class Mine(TracingProcessor):
+        def on_trace_start(self, trace): ...
+        def on_trace_end(self, trace): ...
+        def on_span_start(self, span): ...
+        def on_span_end(self, span): ...
+        def shutdown(self): ...
+        def force_flush(self): ...
+
+    provider = fresh()
+    provider.set_processors([Mine()])  # the user sends traces somewhere of their own
+    _disable_tracing_unless_configured()
+    assert disabled(provider) is False
+
+    provider = fresh()
+    monkeypatch.setenv("OPENAI_AGENTS_DISABLE_TRACING", "0")  # the user's env decides
+    _disable_tracing_unless_configured()
+    assert disabled(provider) is False
