@@ -1,0 +1,618 @@
+"""Recognising the documented tool loop in a ``RolloutAgentLoop`` subclass (the ``legacy-loop`` rule's analysis).
+
+:func:`analyse` returns a :class:`LoopPlan` when the class is the "Complete Agent Example" shape of
+``seeds/legacy-agent-loop.md`` — and nothing the rewrite would lose — else :class:`NotRecognised` with the reason.
+It is deliberately strict: whatever it does not understand makes the rule *wrap* the loop (behaviour kept by the
+adapter) instead of rewriting it. Pure: reads the tree, changes nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from dataclasses import dataclass, field
+from typing import Any, Optional, Union
+
+import libcst as cst
+
+from codemods.base import ImportTable, dotted_name
+
+LOOP_BASES = (
+    "osmosis_ai.RolloutAgentLoop",
+    "osmosis_ai.rollout.RolloutAgentLoop",
+    "osmosis_ai.rollout.core.RolloutAgentLoop",
+    "osmosis_ai.rollout.core.base.RolloutAgentLoop",
+    "osmosis_compat.legacy.RolloutAgentLoop",
+    "osmosis_compat.legacy.base.RolloutAgentLoop",
+)
+_TOOLS_MODULES = ("osmosis_ai.rollout.tools", "osmosis_ai.rollout")
+_SCHEMA_MODULES = ("osmosis_ai", "osmosis_ai.rollout", "osmosis_ai.rollout.core", "osmosis_ai.rollout.core.schemas")
+# calls run() may make besides the loop's own: they compute nothing the rewrite would lose
+_PURE_BUILTINS = {"list", "len", "range", "min", "max", "str", "int", "float", "dict", "sum", "enumerate", "bool", "round"}
+_DROPPED_CTX = {"log_event", "record_tool_call"}  # debug log / metrics only
+_BUILTINS = set(dir(builtins))
+
+
+@dataclass
+class ToolPlan:
+    """One tool: its schema (exact name, description, parameters) and the module-level function that runs it."""
+
+    name: str
+    description: str
+    parameters: Any
+    function: str
+
+
+@dataclass
+class LoopPlan:
+    """What the rewrite needs to know about a recognised loop."""
+
+    class_name: str
+    loop_name: str
+    tools: list[ToolPlan]
+    max_turns: int
+    max_turns_from_request: bool
+    params: list[tuple[str, Any]]  # constant ctx.chat kwargs → OsmosisRolloutModel(params=…)
+    messages_var: str
+    metadata_expr_nodes: list[cst.Attribute]  # ctx.request.metadata occurrences in the reward expression
+    reward: cst.BaseExpression
+    grader_members: list[cst.BaseStatement]  # helper methods / class attributes the reward uses, in class order
+    dropped: list[str] = field(default_factory=list)  # what of run() the rewrite leaves out (edit message)
+
+
+@dataclass
+class NotRecognised:
+    reason: str
+
+
+Result = Union[LoopPlan, NotRecognised]
+
+
+class _Stop(Exception):
+    pass
+
+
+def _no(reason: str) -> None:
+    raise _Stop(reason)
+
+
+@dataclass
+class ModuleIndex:
+    """Top-level definitions of a module: functions, assignments (name → value), and every bound name."""
+
+    functions: dict[str, Union[cst.FunctionDef]]
+    assigns: dict[str, cst.BaseExpression]
+    assign_counts: dict[str, int]
+    bound: set[str]
+
+    @classmethod
+    def of(cls, module: cst.Module, table: ImportTable) -> ModuleIndex:
+        functions: dict[str, cst.FunctionDef] = {}
+        assigns: dict[str, cst.BaseExpression] = {}
+        counts: dict[str, int] = {}
+        bound: set[str] = set(table.names) | set(table.modules)
+        for stmt in module.body:
+            if isinstance(stmt, cst.FunctionDef):
+                functions[stmt.name.value] = stmt
+                bound.add(stmt.name.value)
+            elif isinstance(stmt, cst.ClassDef):
+                bound.add(stmt.name.value)
+            elif isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    targets: list[cst.BaseExpression] = []
+                    value = None
+                    if isinstance(small, cst.Assign):
+                        targets = [t.target for t in small.targets]
+                        value = small.value
+                    elif isinstance(small, cst.AnnAssign) and small.value is not None:
+                        targets, value = [small.target], small.value
+                    for t in targets:
+                        if isinstance(t, cst.Name):
+                            counts[t.value] = counts.get(t.value, 0) + 1
+                            bound.add(t.value)
+                            if value is not None and len(targets) == 1:
+                                assigns[t.value] = value
+                        elif isinstance(t, (cst.Tuple, cst.List)):
+                            for el in t.elements:
+                                if isinstance(el.value, cst.Name):
+                                    bound.add(el.value.value)
+                                    counts[el.value.value] = counts.get(el.value.value, 0) + 2
+            else:
+                for node in _walk(stmt):
+                    if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+                        bound.add(node.name.value)
+        return cls(functions, assigns, counts, bound)
+
+    def single_assign(self, name: str) -> Optional[cst.BaseExpression]:
+        return self.assigns.get(name) if self.assign_counts.get(name) == 1 else None
+
+
+# ------------------------------------------------------------------------------------------------ tree helpers
+
+
+def _walk(node: cst.CSTNode):
+    """Every node under ``node`` (itself included), depth first."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(n.children))
+
+
+def _is_attr(expr: cst.CSTNode, dotted: str) -> bool:
+    return isinstance(expr, (cst.Attribute, cst.Name)) and dotted_name(expr) == dotted
+
+
+def _literal(node: cst.BaseExpression) -> Any:
+    """The Python value of a literal expression (dict/list/str/number/bool/None), else raise _Stop."""
+    try:
+        return ast.literal_eval(cst.Module(body=[]).code_for_node(node).strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        _no(f"`{_src(node)}` is not a literal")
+
+
+def _src(node: cst.CSTNode, limit: int = 60) -> str:
+    text = " ".join(cst.Module(body=[]).code_for_node(node).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _kwargs(call: cst.Call) -> dict[str, cst.BaseExpression]:
+    out = {}
+    for arg in call.args:
+        if arg.star or arg.keyword is None:
+            _no(f"`{_src(call)}` has positional or ** arguments")
+        out[arg.keyword.value] = arg.value
+    return out
+
+
+def _body_statements(fn: cst.FunctionDef) -> list[cst.BaseStatement]:
+    body = fn.body
+    if not isinstance(body, cst.IndentedBlock):
+        return [cst.SimpleStatementLine(body=list(body.body))]
+    stmts = list(body.body)
+    if stmts and isinstance(stmts[0], cst.SimpleStatementLine) and isinstance(stmts[0].body[0], cst.Expr) and isinstance(
+        stmts[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)
+    ):
+        stmts = stmts[1:]
+    return stmts
+
+
+# ------------------------------------------------------------------------------------------------ tool schemas
+
+
+def _schema_from_dict(value: Any) -> tuple[str, str, Any]:
+    if not isinstance(value, dict) or value.get("type") != "function" or not isinstance(value.get("function"), dict):
+        _no("a tool schema is not a {'type': 'function', 'function': {...}} dict")
+    fn = value["function"]
+    name, desc = fn.get("name"), fn.get("description")
+    if not isinstance(name, str) or not isinstance(desc, str):
+        _no("a tool schema has no literal name or description")
+    params = fn.get("parameters", {"type": "object", "properties": {}, "required": []})
+    return name, desc, params
+
+
+def _pydantic_value(node: cst.BaseExpression, table: ImportTable) -> Any:
+    """Evaluate literal ``OpenAIFunction*Schema(...)`` constructor trees into the dicts they dump to."""
+    if isinstance(node, cst.Call):
+        which = table.matches(node.func, [f"{m}.{n}" for m in _SCHEMA_MODULES for n in (
+            "OpenAIFunctionToolSchema", "OpenAIFunctionSchema", "OpenAIFunctionParametersSchema",
+            "OpenAIFunctionPropertySchema")])
+        if which is None and isinstance(node.func, cst.Name) and node.func.value.startswith("OpenAIFunction"):
+            which = node.func.value
+        if which is None:
+            _no(f"`{_src(node)}` is not a literal tool schema")
+        kind = which.rpartition(".")[2]
+        kw = {k: _pydantic_value(v, table) for k, v in _kwargs(node).items()}
+        if kind == "OpenAIFunctionPropertySchema":
+            return {k: kw[k] for k in ("type", "description", "enum") if kw.get(k) is not None}  # extras ignored
+        if kind == "OpenAIFunctionParametersSchema":
+            props = kw.get("properties", {})
+            if isinstance(props, dict):
+                props = {k: ({f: v[f] for f in ("type", "description", "enum") if v.get(f) is not None}
+                             if isinstance(v, dict) else v) for k, v in props.items()}
+            return {"type": kw.get("type"), "properties": props, "required": kw.get("required")}
+        if kind == "OpenAIFunctionSchema":
+            kw.setdefault("parameters", {"type": "object", "properties": {}, "required": []})
+            return kw
+        return kw
+    if isinstance(node, cst.Dict):
+        out = {}
+        for el in node.elements:
+            if not isinstance(el, cst.DictElement):
+                _no("a tool schema uses ** in a dict")
+            out[_literal(el.key)] = _pydantic_value(el.value, table)
+        return out
+    if isinstance(node, (cst.List, cst.Tuple)):
+        return [_pydantic_value(el.value, table) for el in node.elements]
+    return _literal(node)
+
+
+def _tool_schemas(expr: cst.BaseExpression, index: ModuleIndex, table: ImportTable) -> list[tuple[str, str, Any]]:
+    if isinstance(expr, cst.Name):
+        value = index.single_assign(expr.value)
+        if value is None:
+            _no(f"get_tools() returns `{expr.value}`, which is not one module-level list")
+        expr = value
+    if not isinstance(expr, cst.List):
+        _no("get_tools() does not return a list literal of tool schemas")
+    out = []
+    for el in expr.elements:
+        if isinstance(el, cst.StarredElement):
+            _no("the tool list uses *")
+        node = el.value
+        if isinstance(node, cst.Name) and index.single_assign(node.value) is not None:
+            node = index.single_assign(node.value)
+        out.append(_schema_from_dict(_pydantic_value(node, table)))
+    if not out:
+        _no("the loop declares no tools")
+    names = [n for n, _, _ in out]
+    if len(set(names)) != len(names):
+        _no("two tool schemas have the same name")
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ tool executor
+
+
+def _executor_mapping(fn: cst.FunctionDef, index: ModuleIndex, table: ImportTable) -> dict[str, str]:
+    """tool name → module-level function, from a registry dict the executor reads or its if/elif dispatcher."""
+    mapping: dict[str, str] = {}
+    star_call = from_registry = False
+    for node in _walk(fn):
+        if isinstance(node, cst.Name) and node.value in index.assigns and isinstance(index.assigns[node.value], cst.Dict):
+            reg = index.single_assign(node.value)
+            if reg is None:
+                continue
+            for el in reg.elements:
+                if not (isinstance(el, cst.DictElement) and isinstance(el.value, cst.Name)):
+                    _no(f"the tool registry `{node.value}` is not a dict of names")
+                mapping[_literal(el.key)] = el.value.value
+                from_registry = True
+        if isinstance(node, cst.If) and isinstance(node.test, cst.Comparison) and len(node.test.comparisons) == 1:
+            comp = node.test.comparisons[0]
+            if isinstance(comp.operator, cst.Equal):
+                lit = comp.comparator if isinstance(comp.comparator, cst.SimpleString) else (
+                    node.test.left if isinstance(node.test.left, cst.SimpleString) else None)
+                if lit is not None:
+                    calls = [c for s in node.body.body for c in _walk(s) if isinstance(c, cst.Call)
+                             and isinstance(c.func, cst.Name) and c.func.value in index.functions]
+                    if len(calls) != 1:
+                        _no(f"the dispatcher branch for {lit.value} does not call exactly one tool function")
+                    call = calls[0]
+                    params = _params(index.functions[call.func.value])
+                    for i, arg in enumerate(call.args):
+                        ok = arg.star == "**" or (
+                            isinstance(arg.value, cst.Subscript) and len(arg.value.slice) == 1
+                            and isinstance(arg.value.slice[0].slice, cst.Index)
+                            and isinstance(arg.value.slice[0].slice.value, cst.SimpleString)
+                            and _literal(arg.value.slice[0].slice.value)
+                            == (arg.keyword.value if arg.keyword else (params[i] if i < len(params) else None))
+                        )
+                        if not ok:
+                            _no(f"the dispatcher calls `{_src(call)}`: arguments are not passed through by name")
+                    mapping[_literal(lit)] = call.func.value
+        if isinstance(node, cst.Call) and len(node.args) == 1 and node.args[0].star == "**":
+            star_call = True
+    if not mapping:
+        _no("the tool executor has neither a name→function registry nor an if/elif dispatcher")
+    if from_registry and not star_call:
+        _no("the tool executor does not call the registered function with the model's arguments (fn(**args))")
+    # what goes back to the model must be the tool's value, as Strands returns it
+    for node in _walk(fn):
+        if isinstance(node, cst.Call) and (dotted_name(node.func) or "").endswith("create_tool_result"):
+            if len(node.args) != 2:
+                _no("create_tool_result() is not called with (id, content)")
+            content = node.args[1].value
+            if isinstance(content, cst.Call) and len(content.args) == 1 and isinstance(content.args[0].value, cst.Name):
+                if dotted_name(content.func) not in ("str", "serialize_tool_result", "json.dumps"):
+                    _no(f"the tool executor post-processes results (`{_src(content)}`)")
+            elif not isinstance(content, cst.Name):
+                _no(f"the tool executor post-processes results (`{_src(content)}`)")
+    return mapping
+
+
+def _params(fn: cst.FunctionDef) -> list[str]:
+    return [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+
+
+# ------------------------------------------------------------------------------------------------ the class
+
+
+def _free_names(node: cst.CSTNode) -> list[cst.Name]:
+    """Names read in ``node`` (not attribute names after a dot, not keyword-argument names)."""
+    out: list[cst.Name] = []
+
+    def visit(n: cst.CSTNode) -> None:
+        if isinstance(n, cst.Name):
+            out.append(n)
+            return
+        if isinstance(n, cst.Attribute):
+            visit(n.value)
+            return
+        if isinstance(n, cst.Arg):
+            visit(n.value)
+            return
+        for c in n.children:
+            visit(c)
+
+    visit(node)
+    return out
+
+
+def analyse(cls: cst.ClassDef, module: cst.Module, table: ImportTable, index: ModuleIndex) -> Result:
+    """Recognise the documented tool loop in ``cls`` (see the module docstring)."""
+    try:
+        return _analyse(cls, table, index)
+    except _Stop as stop:
+        return NotRecognised(str(stop))
+
+
+def _analyse(cls: cst.ClassDef, table: ImportTable, index: ModuleIndex) -> LoopPlan:
+    if cls.keywords or len(cls.bases) != 1 or cls.decorators:
+        _no("the class has other bases, keywords or decorators")
+    methods: dict[str, cst.FunctionDef] = {}
+    attrs: dict[str, cst.SimpleStatementLine] = {}
+    members: list[tuple[str, cst.BaseStatement]] = []
+    loop_name = None
+    body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else []
+    for i, stmt in enumerate(body):
+        if isinstance(stmt, cst.FunctionDef):
+            methods[stmt.name.value] = stmt
+            members.append((stmt.name.value, stmt))
+            continue
+        if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+            small = stmt.body[0]
+            if i == 0 and isinstance(small, cst.Expr) and isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString)):
+                continue
+            target = small.target if isinstance(small, cst.AnnAssign) else (
+                small.targets[0].target if isinstance(small, cst.Assign) and len(small.targets) == 1 else None)
+            if isinstance(target, cst.Name):
+                value = small.value
+                if target.value == "name":
+                    if not isinstance(value, cst.SimpleString):
+                        _no("the loop's `name` is not a string literal")
+                    loop_name = _literal(value)
+                attrs[target.value] = stmt
+                members.append((target.value, stmt))
+                continue
+            if isinstance(small, cst.Pass):
+                continue
+        _no(f"the class body has a statement the rewrite has no place for (`{_src(stmt)}`)")
+    if not loop_name:
+        _no("the loop has no `name = \"...\"`")
+    if "__init__" in methods:
+        _no("the class defines __init__ (per-instance state)")
+    get_tools, run = methods.get("get_tools"), methods.get("run")
+    if get_tools is None or run is None or run.asynchronous is None:
+        _no("the class lacks get_tools() or async run()")
+    gt = _body_statements(get_tools)
+    if len(gt) != 1 or not isinstance(gt[0], cst.SimpleStatementLine) or not isinstance(gt[0].body[0], cst.Return) \
+            or gt[0].body[0].value is None:
+        _no("get_tools() does more than return the tool list")
+    schemas = _tool_schemas(gt[0].body[0].value, index, table)
+
+    params = _params(run)
+    if len(params) != 2:
+        _no("run() does not take (self, ctx)")
+    self_name, ctx = params
+
+    def is_ctx(expr: cst.CSTNode, *attrs_: str) -> bool:
+        return _is_attr(expr, ".".join((ctx, *attrs_)))
+
+    chats, completes, executes = [], [], []
+    for node in _walk(run.body):
+        if isinstance(node, cst.Call):
+            if is_ctx(node.func, "chat"):
+                chats.append(node)
+            elif is_ctx(node.func, "complete"):
+                completes.append(node)
+            elif table.matches(node.func, [f"{m}.execute_tool_calls" for m in _TOOLS_MODULES]) or _is_attr(
+                node.func, "execute_tool_calls"
+            ):
+                executes.append(node)
+    if len(chats) != 1 or len(completes) != 1 or len(executes) != 1:
+        _no("run() is not one ctx.chat turn loop with one execute_tool_calls and one ctx.complete")
+    chat, complete, execute = chats[0], completes[0], executes[0]
+
+    # the messages: built from the request's, completed with the loop's
+    stmts = _body_statements(run)
+    if not complete.args or not isinstance(complete.args[0].value, cst.Name) or complete.args[0].keyword:
+        _no("ctx.complete() does not get the message list as its first argument")
+    messages_var = complete.args[0].value.value
+    init = None
+    for stmt in stmts:
+        if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Assign):
+            a = stmt.body[0]
+            if len(a.targets) == 1 and _is_attr(a.targets[0].target, messages_var):
+                init = a.value
+                break
+    req_msgs = lambda e: is_ctx(e, "request", "messages")  # noqa: E731
+    if init is None or not (
+        req_msgs(init)
+        or (isinstance(init, cst.Call) and _is_attr(init.func, "list") and len(init.args) == 1 and req_msgs(init.args[0].value))
+        or (isinstance(init, cst.Call) and isinstance(init.func, cst.Attribute) and req_msgs(init.func.value)
+            and init.func.attr.value == "copy" and not init.args)
+    ):
+        _no(f"`{messages_var}` does not start as the request's messages")
+    if not chat.args or not _is_attr(chat.args[0].value, messages_var):
+        _no(f"ctx.chat() is not called with `{messages_var}`")
+
+    # the turn loop
+    loop = next((s for s in stmts if isinstance(s, cst.For) and any(n is chat for n in _walk(s))), None)
+    if loop is None or not (isinstance(loop.iter, cst.Call) and _is_attr(loop.iter.func, "range") and len(loop.iter.args) == 1):
+        _no("the ctx.chat turns are not a `for … in range(max_turns)` loop")
+    limit = loop.iter.args[0].value
+    if is_ctx(limit, "request", "max_turns"):
+        max_turns, from_request = 10, True  # the legacy RolloutRequest default
+    elif isinstance(limit, cst.Integer):
+        max_turns, from_request = int(limit.value), False
+    else:
+        _no(f"the turn limit `{_src(limit)}` is neither ctx.request.max_turns nor a number")
+    if not any(n is execute for n in _walk(loop)):
+        _no("execute_tool_calls() is not in the turn loop")
+
+    dropped: list[str] = []
+    model_params: list[tuple[str, Any]] = []
+    for arg in chat.args[1:]:
+        if arg.star == "**" and is_ctx(arg.value, "request", "completion_params"):
+            dropped.append("**ctx.request.completion_params (sampling params are the controller's)")
+        elif arg.keyword is not None and not arg.star:
+            model_params.append((arg.keyword.value, _literal(arg.value)))
+        else:
+            _no(f"ctx.chat() gets `{_src(arg)}`")
+
+    # the reward
+    reward_arg = next((a for a in complete.args if a.keyword and a.keyword.value == "reward"), None)
+    if reward_arg is None:
+        _no("ctx.complete() gets no reward= (nothing for a grader to compute)")
+    reward: cst.BaseExpression = reward_arg.value
+    reward_stmt = None
+    if isinstance(reward, cst.Name) and reward.value != messages_var and reward.value not in index.bound:
+        assigns = [
+            s for s in _walk(run.body)
+            if isinstance(s, (cst.Assign, cst.AugAssign, cst.AnnAssign))
+            and any(_is_attr(t, reward.value) for t in _targets(s))
+        ]
+        top = [s for s in stmts if isinstance(s, cst.SimpleStatementLine) and s.body[0] in assigns]
+        if len(assigns) != 1 or len(top) != 1 or not isinstance(assigns[0], cst.Assign):
+            _no(f"`{reward.value}` is not assigned once in run()")
+        reward, reward_stmt = assigns[0].value, top[0]
+
+    # names the reward may use: the messages, ctx.request.metadata, self.<helpers>, module names, builtins
+    metadata_nodes: list[cst.Attribute] = []
+    self_refs: set[str] = set()
+
+    def check_reward_names(expr: cst.CSTNode, allow_messages: bool) -> None:
+        for node in _walk(expr):
+            if isinstance(node, cst.Attribute) and is_ctx(node, "request", "metadata"):
+                metadata_nodes.append(node)
+        for name in _free_names(expr):
+            v = name.value
+            if v == ctx:
+                if not any(_contains(m, name) for m in metadata_nodes):
+                    _no(f"the reward reads `ctx` beyond ctx.request.metadata")
+            elif v == self_name:
+                continue
+            elif allow_messages and v == messages_var:
+                continue
+            elif v in ("metadata", "messages", "sample", "sample_id") and v not in index.bound:
+                _no(f"the reward uses a local `{v}`")
+            elif v not in index.bound and v not in _BUILTINS:
+                _no(f"the reward uses `{v}`, a local of run() the grader cannot see")
+        for node in _walk(expr):
+            if isinstance(node, cst.Attribute) and _is_attr(node.value, self_name):
+                self_refs.add(node.attr.value)
+            elif isinstance(node, cst.Name) and node.value == self_name and not any(
+                isinstance(p, cst.Attribute) and p.value is node for p in _walk(expr)
+            ):
+                _no("the reward passes `self` around")
+
+    check_reward_names(reward, allow_messages=True)
+    # helper methods and class attributes the reward uses (transitively) move into the grader
+    needed: set[str] = set()
+    todo = list(self_refs)
+    while todo:
+        attr = todo.pop()
+        if attr in needed:
+            continue
+        if attr not in methods and attr not in attrs:
+            _no(f"the reward uses self.{attr}, which the class does not define")
+        if attr in ("run", "get_tools"):
+            _no(f"the reward calls self.{attr}()")
+        needed.add(attr)
+        if attr in methods:
+            for node in _walk(methods[attr]):
+                if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+                    todo.append(node.attr.value)
+    grader_members = [stmt for name, stmt in members if name in needed]
+
+    # the executor and the tool functions
+    executor_expr = execute.args[1].value if len(execute.args) == 2 else None
+    executor = None
+    if isinstance(executor_expr, cst.Name):
+        executor = index.functions.get(executor_expr.value)
+    elif isinstance(executor_expr, cst.Attribute) and _is_attr(executor_expr.value, self_name):
+        executor = methods.get(executor_expr.attr.value)
+    if executor is None or executor.asynchronous is None:
+        _no("execute_tool_calls() does not get an async executor function of the module or class")
+    mapping = _executor_mapping(executor, index, table)
+    names = [n for n, _, _ in schemas]
+    if set(mapping) != set(names):
+        _no(f"the tools declared ({', '.join(sorted(names))}) and dispatched ({', '.join(sorted(mapping))}) differ")
+    if len(set(mapping.values())) != len(mapping):
+        _no("one function serves two tool names")
+    tools = []
+    for name, desc, params_schema in schemas:
+        fn = index.functions.get(mapping[name])
+        if fn is None:
+            _no(f"tool `{name}` is not a module-level function")
+        if fn.decorators:
+            _no(f"tool function `{fn.name.value}` is already decorated")
+        if fn.params.star_arg is not cst.MaybeSentinel.DEFAULT and not isinstance(fn.params.star_arg, cst.ParamStar) \
+                or fn.params.star_kwarg is not None:
+            _no(f"tool function `{fn.name.value}` takes *args/**kwargs")
+        tools.append(ToolPlan(name, desc, params_schema, fn.name.value))
+
+    # everything else run() does must be the loop's bookkeeping, or the rewrite would lose it
+    reward_nodes = {id(n) for n in _walk(reward_stmt or reward)}
+    attr_heads = {id(n.value) for n in _walk(run.body) if isinstance(n, cst.Attribute)}
+    for node in _walk(run.body):
+        if id(node) in reward_nodes:
+            continue
+        if isinstance(node, cst.Attribute) and _is_attr(node.value, ctx):
+            if node.attr.value == "request":
+                continue
+            if node.attr.value not in ("chat", "complete", *_DROPPED_CTX):
+                _no(f"run() uses ctx.{node.attr.value}")
+            if node.attr.value in _DROPPED_CTX and f"ctx.{node.attr.value}" not in dropped:
+                dropped.append(f"ctx.{node.attr.value}")
+        elif isinstance(node, cst.Attribute) and is_ctx(node.value, "request"):
+            if node.attr.value not in ("messages", "max_turns", "completion_params", "max_tokens_total"):
+                _no(f"run() uses ctx.request.{node.attr.value} outside the reward")
+            if node.attr.value == "max_tokens_total" and "the max_tokens_total budget" not in dropped:
+                dropped.append("the max_tokens_total budget")
+        elif isinstance(node, cst.Name) and node.value == ctx:
+            if id(node) not in attr_heads:
+                _no("run() passes ctx to other code")
+        elif isinstance(node, cst.Name) and node.value == self_name:
+            if not (isinstance(executor_expr, cst.Attribute) and node is executor_expr.value):
+                _no("run() uses self beyond the reward and the executor")
+        elif isinstance(node, cst.Call) and node not in (chat, complete, execute):
+            func = node.func
+            if isinstance(func, cst.Name) and func.value in _PURE_BUILTINS and func.value not in index.bound:
+                continue
+            if isinstance(func, cst.Attribute):
+                head = dotted_name(func)
+                if head in ("time.monotonic", "time.time", "time.perf_counter") or is_ctx(func.value) :
+                    continue
+                if isinstance(func.value, cst.Name) and func.value.value not in index.bound and func.value.value not in (
+                    ctx, self_name) and func.attr.value in ("append", "extend", "get", "copy", "items", "keys", "values"):
+                    continue
+            _no(f"run() calls `{_src(func)}`, which the rewrite would drop")
+        elif isinstance(node, (cst.Try, cst.With, cst.While, cst.Raise, cst.Yield, cst.Await)) and not (
+            isinstance(node, cst.Await) and node.expression in (chat, execute)
+        ):
+            _no(f"run() has a `{type(node).__name__.lower()}` the rewrite would drop")
+    return LoopPlan(
+        class_name=cls.name.value,
+        loop_name=loop_name,
+        tools=tools,
+        max_turns=max_turns,
+        max_turns_from_request=from_request,
+        params=model_params,
+        messages_var=messages_var,
+        metadata_expr_nodes=metadata_nodes,
+        reward=reward,
+        grader_members=grader_members,
+        dropped=dropped,
+    )
+
+
+def _targets(node: cst.CSTNode) -> list[cst.BaseExpression]:
+    if isinstance(node, cst.Assign):
+        return [t.target for t in node.targets]
+    return [node.target]
+
+
+def _contains(tree: cst.CSTNode, node: cst.CSTNode) -> bool:
+    return any(n is node for n in _walk(tree))
