@@ -648,8 +648,12 @@ def _workflow_class(func: cst.FunctionDef, cls_name: str, inner: list[cst.BaseSt
 
 
 def _is_workflow_class(cls: cst.ClassDef, table: ImportTable) -> bool:
+    """A subclass of the osmosis ``AgentWorkflow`` — also when the name is not imported (yet): a rule may add
+    that import itself, and the answer must not change between runs (fixed point)."""
     for base in cls.bases:
         if table.matches(base.value, WORKFLOW_BASES) is not None:
+            return True
+        if isinstance(base.value, cst.Name) and base.value.value == "AgentWorkflow" and "AgentWorkflow" not in table.names:
             return True
     return False
 
