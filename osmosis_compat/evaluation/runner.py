@@ -23,6 +23,8 @@ __all__ = ["EvalOutcome", "run_evaluation"]
 
 logger = logging.getLogger("osmosis_compat.evaluation")
 
+_DRAIN_S = 0.5
+
 
 @dataclass
 class EvalOutcome:
@@ -52,7 +54,9 @@ async def run_evaluation(
     if concurrency < 1:
         raise ValueError("concurrency must be >= 1")
     options = options or RequestOptions()
-    app = agent.build_app(protocol)
+    # Every row is finished or given up on when the server stops: only a timed-out rollout can still run, and
+    # waiting the serving default (10 s) for it would only delay the summary.
+    app = agent.build_app(protocol, drain_timeout_seconds=_DRAIN_S)
     driver = driver_for(protocol, app, policy, options)
     results: dict[int, RowResult] = {}
     started = time.perf_counter()

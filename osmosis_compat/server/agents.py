@@ -119,7 +119,7 @@ class AgentSpec:
         """The ASGI app serving this agent on ``protocol`` (``"legacy"`` or ``"workflow"``).
 
         ``api_key``/``debug_dir``/``settings`` apply to the legacy protocol (the 0.2.x workflow protocol has no
-        inbound auth and no debug traces).
+        inbound auth and no debug traces); ``drain_timeout_seconds`` bounds the shutdown drain on both.
         """
         if protocol == "legacy":
             from osmosis_compat.server.legacy_app import create_app
@@ -134,7 +134,9 @@ class AgentSpec:
         if protocol == "workflow":
             from osmosis_compat.server.workflow_app import create_rollout_server
 
-            return create_rollout_server(backend=self.as_backend(), configure_logging=False)
+            return create_rollout_server(
+                backend=self.as_backend(), configure_logging=False, drain_timeout_seconds=drain_timeout_seconds
+            )
         raise AgentSpecError(f"unknown protocol {protocol!r}; expected one of {', '.join(PROTOCOLS)}")
 
 

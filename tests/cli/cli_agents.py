@@ -34,3 +34,24 @@ raising_loop = RaisingLoop()
 no_reward_loop = NoRewardLoop()
 sync_run_loop = SyncRunLoop()
 not_an_agent = 42
+
+
+class BadToolsLoop(RaisingLoop):
+    name = "bad_tools"
+
+    def get_tools(self, request: RolloutRequest) -> list:
+        raise RuntimeError("no tools today")
+
+
+class SleepyLoop(RaisingLoop):
+    name = "sleepy"
+
+    async def run(self, ctx: RolloutContext) -> RolloutResult:
+        import asyncio
+
+        await asyncio.sleep(30)
+        return ctx.complete([])
+
+
+bad_tools_loop = BadToolsLoop()
+sleepy_loop = SleepyLoop()

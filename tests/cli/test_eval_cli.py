@@ -159,3 +159,20 @@ def test_workflow_failures_are_categorised(tmp_path: Path) -> None:
     assert (failed["status"], failed["category"], failed["error"]) == ("failed", "agent_error", "workflow asked to fail")
     assert (wrong["status"], wrong["reward"], wrong["passed"]) == ("completed", 0.0, False)
     assert wrong["samples"]["calc"]["reward"] == 0.0 and wrong["final_message"] == "The answer is 42."
+
+
+def test_rejected_and_timed_out_rows_do_not_stop_or_stall_the_run(tmp_path: Path) -> None:
+    import time
+
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text(json.dumps(ROW) + "\n")
+    output = tmp_path / "out.jsonl"
+    assert main(["eval", "-m", f"{AGENTS}:bad_tools_loop", "-d", str(dataset), "-o", str(output), "-q"]) == 0
+    [row] = lines(output)
+    assert row["category"] == "rejected" and "HTTP 500" in row["error"] and "no tools today" in row["error"]
+    started = time.monotonic()
+    assert main(["eval", "-m", f"{AGENTS}:sleepy_loop", "-d", str(dataset), "-o", str(output), "-q",
+                 "--timeout", "0.2"]) == 0
+    assert time.monotonic() - started < 5  # the abandoned rollout is not waited for
+    [row] = lines(output)
+    assert row["category"] == "timeout" and "--timeout" in row["error"]
