@@ -77,7 +77,7 @@ def discover(
     ``ValueError``) for zero or several workflow classes, several configs or graders, or a bad explicit grader.
     """
     namespace = module if isinstance(module, dict) else vars(module)
-    where = namespace.get("__name__", "the entrypoint") if isinstance(namespace, dict) else "the entrypoint"
+    where = namespace.get("__name__", "the entrypoint")
     workflows = _group(namespace, _is_workflow_class)
     if not workflows:
         raise DiscoveryError(f"No AgentWorkflow subclass found in {where}")
