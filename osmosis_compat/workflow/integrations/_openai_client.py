@@ -70,3 +70,53 @@ def auth_headers_for(api_key: str | None) -> dict[str, Any]:
     from openai import omit
 
     return {"Authorization": omit}
+
+
+class RawChatClient:
+    """Stands in for ``AsyncOpenAI`` inside ``OpenAIChatCompletionsModel``: ``chat.completions.create(**kwargs)``
+    posts the arguments as the JSON body as they are, skipping the OpenAI client's recursive type-driven
+    transform of the request (~3 ms of CPU per call for a short conversation with two tools).
+
+    The body is laid out as litellm put it on the wire upstream: ``messages``, ``model``, then the other
+    parameters in sorted order, without omitted values, and without ``"content": null`` on assistant tool-call
+    messages. ``extra_headers`` / ``extra_query`` / ``extra_body`` / ``timeout`` are request options as in the
+    OpenAI client.
+    """
+
+    def __init__(self, client: AsyncOpenAI) -> None:
+        self._client = client
+        self.base_url = client.base_url
+        self.chat = self
+        self.completions = self
+
+    async def create(self, **kwargs: Any) -> Any:
+        from openai import AsyncStream, NotGiven, Omit
+        from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+        options: dict[str, Any] = {}
+        for option, key in (("extra_headers", "headers"), ("extra_query", "params"), ("extra_body", "extra_json")):
+            value = kwargs.pop(option, None)
+            if value:
+                options[key] = value
+        timeout = kwargs.pop("timeout", None)
+        if timeout is not None and not isinstance(timeout, (Omit, NotGiven)):
+            options["timeout"] = timeout
+        given = {k: v for k, v in kwargs.items() if not isinstance(v, (Omit, NotGiven))}
+        messages = [_without_null_tool_call_content(m) for m in given.pop("messages")]
+        body: dict[str, Any] = {"messages": messages, "model": given.pop("model")}
+        body.update(sorted(given.items()))
+        stream = body.get("stream") is True
+        return await self._client.post(
+            "/chat/completions",
+            cast_to=ChatCompletion,
+            body=body,
+            options=options,
+            stream=stream,
+            stream_cls=AsyncStream[ChatCompletionChunk] if stream else None,
+        )
+
+
+def _without_null_tool_call_content(message: Any) -> Any:
+    if isinstance(message, dict) and message.get("tool_calls") and "content" in message and message["content"] is None:
+        return {k: v for k, v in message.items() if k != "content"}
+    return message

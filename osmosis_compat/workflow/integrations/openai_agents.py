@@ -32,7 +32,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from osmosis_compat.workflow.context import RolloutContext, SampleSource, get_rollout_context  # noqa: E402
 from osmosis_compat.workflow.integrations._deferred_litellm import import_deferring_litellm  # noqa: E402
-from osmosis_compat.workflow.integrations._openai_client import auth_headers_for, rollout_openai_client  # noqa: E402
+from osmosis_compat.workflow.integrations._openai_client import RawChatClient, auth_headers_for, rollout_openai_client  # noqa: E402
 from osmosis_compat.workflow.types.sample import RolloutSample  # noqa: E402
 
 _agents_litellm = import_deferring_litellm("agents.extensions.models.litellm_model")
@@ -230,9 +230,10 @@ class OsmosisLitellmModel(LitellmModel):
     def _chat_model(self) -> Any:
         from agents.models.openai_chatcompletions import OpenAIChatCompletionsModel
 
+        client = RawChatClient(rollout_openai_client(self.base_url or "", self.api_key))
         return OpenAIChatCompletionsModel(
             model=_WIRE_MODEL,
-            openai_client=rollout_openai_client(self.base_url or "", self.api_key),
+            openai_client=client,  # type: ignore[arg-type]
             should_replay_reasoning_content=self.should_replay_reasoning_content,
         )
 
