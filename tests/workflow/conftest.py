@@ -55,16 +55,33 @@ def rollout_server(backend: Any, **kwargs: Any) -> Iterator[Any]:
         yield server
 
 
-@pytest.fixture
-def controller() -> Iterator[FakeWorkflowController]:
+@pytest.fixture(scope="module")
+def module_controller() -> Iterator[FakeWorkflowController]:
     with FakeWorkflowController(ScriptedPolicy()).serve() as served:
         yield served
 
 
 @pytest.fixture
-def server(artifact_root: Path) -> Iterator[Any]:
-    with rollout_server(make_backend(artifact_root)) as served:
+def controller(module_controller: FakeWorkflowController) -> FakeWorkflowController:
+    """One fake controller per test module (servers are slow to start); scripts reset for every test, so tests
+    use distinct rollout ids."""
+    module_controller.completion_script = None
+    module_controller.grader_script = None
+    return module_controller
+
+
+@pytest.fixture(scope="module")
+def module_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    root = tmp_path_factory.mktemp("osmosis")
+    with rollout_server(make_backend(root)) as served:
+        served.artifact_root = root
         yield served
+
+
+@pytest.fixture
+def server(module_server: Any) -> Any:
+    """The default rollout server (EchoWorkflow + LabelGrader), shared by a test module."""
+    return module_server
 
 
 def prompt(text: str = "What is 2 + 3?") -> list[dict[str, Any]]:

@@ -85,7 +85,7 @@ async def test_unsafe_rollout_id_is_422_and_starts_nothing(
     assert "rollout_id must be a single path segment" in error["msg"]
     await asyncio.sleep(0.05)
     assert GATE.runs == 0
-    assert controller.completion_callbacks() == []
+    assert controller.completion_callbacks("placeholder") == []
 
 
 # -- failures inside the rollout: 200 {}, then failure callbacks ---------------------------------------------------

@@ -81,9 +81,10 @@ async def test_no_controller_key_means_no_authorization_header(
     assert first["rollout_id"] == "nokey"
 
 
-async def test_health_reports_backend_concurrency(server: Any) -> None:
-    async with httpx.AsyncClient() as client:
-        response = await client.get(f"{server.url}/health")
+async def test_health_reports_backend_concurrency(artifact_root: Any) -> None:
+    with rollout_server(make_backend(artifact_root)) as server:
+        async with httpx.AsyncClient() as client:
+            response = await client.get(f"{server.url}/health")
     assert response.status_code == 200
     assert response.json() == {"status": "ok", "concurrency": {"max_concurrent": None, "queued": 0, "running": 0}}
 
@@ -175,8 +176,9 @@ async def test_string_references_and_module_level_config(artifact_root: Any, con
     assert record.rewards == {"echo": 1.0}
 
 
-async def test_artifacts_dir_is_created_per_rollout(server: Any, controller: FakeWorkflowController, artifact_root: Any) -> None:
+async def test_artifacts_dir_is_created_per_rollout(server: Any, controller: FakeWorkflowController) -> None:
     await controller.run_rollout(server.url, rollout_id="art", initial_messages=prompt(), label="5")
+    artifact_root = server.artifact_root
     assert (artifact_root / "art" / "artifacts").is_dir()
     assert (artifact_root / "art" / ".osmosis-health-check").read_text() == "osmosis-health-check"
 
