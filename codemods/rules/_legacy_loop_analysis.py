@@ -56,6 +56,7 @@ class LoopPlan:
     messages_var: str
     metadata_expr_nodes: list[cst.Attribute]  # ctx.request.metadata occurrences in the reward expression
     reward: cst.BaseExpression
+    reward_statements: list[cst.SimpleStatementLine]  # statements computing locals the reward reads, in order
     grader_members: list[cst.BaseStatement]  # helper methods / class attributes the reward uses, in class order
     dropped: list[str] = field(default_factory=list)  # what of run() the rewrite leaves out (edit message)
 
@@ -303,11 +304,16 @@ def _executor_mapping(fn: cst.FunctionDef, index: ModuleIndex, table: ImportTabl
             if len(node.args) != 2:
                 _no("create_tool_result() is not called with (id, content)")
             content = node.args[1].value
-            if isinstance(content, cst.Call) and len(content.args) == 1 and isinstance(content.args[0].value, cst.Name):
-                if dotted_name(content.func) not in ("str", "serialize_tool_result", "json.dumps"):
-                    _no(f"the tool executor post-processes results (`{_src(content)}`)")
-            elif not isinstance(content, cst.Name):
-                _no(f"the tool executor post-processes results (`{_src(content)}`)")
+            if isinstance(content, cst.Call) and dotted_name(content.func) in ("str", "serialize_tool_result", "json.dumps") \
+                    and len(content.args) == 1:
+                content = content.args[0].value
+            if isinstance(content, cst.Await):
+                content = content.expression
+            # the tool's own value: a variable holding it, or the tool call itself
+            if not (isinstance(content, cst.Name) or (isinstance(content, cst.Call) and content.args and all(
+                a.star == "**" or isinstance(a.value, cst.Subscript) for a in content.args
+            ))):
+                _no(f"the tool executor post-processes results (`{_src(node.args[1].value)}`)")
     return mapping
 
 
@@ -478,6 +484,29 @@ def _analyse(cls: cst.ClassDef, table: ImportTable, index: ModuleIndex) -> LoopP
             _no(f"`{reward.value}` is not assigned once in run()")
         reward, reward_stmt = assigns[0].value, top[0]
 
+    # locals the reward reads, assigned once by a statement after the turn loop, move with it
+    loop_at = stmts.index(loop)
+    pre: list[cst.SimpleStatementLine] = []
+    moved_locals: set[str] = set()
+    pending = [n.value for n in _free_names(reward)]
+    while pending:
+        v = pending.pop()
+        if v in moved_locals or v in (messages_var, ctx, self_name) or v in index.bound or v in _BUILTINS:
+            continue
+        found = [
+            s for s in stmts[loop_at + 1:]
+            if isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1 and isinstance(s.body[0], cst.Assign)
+            and len(s.body[0].targets) == 1 and _is_attr(s.body[0].targets[0].target, v)
+        ]
+        writes = [n for n in _walk(run.body) if isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For))
+                  and any(_is_attr(t, v) for t in _targets(n))]
+        if len(found) != 1 or len(writes) != 1:
+            break  # reported by the name check below
+        moved_locals.add(v)
+        pre.append(found[0])
+        pending.extend(n.value for n in _free_names(found[0].body[0].value))
+    pre.sort(key=stmts.index)
+
     # names the reward may use: the messages, ctx.request.metadata, self.<helpers>, module names, builtins
     metadata_nodes: list[cst.Attribute] = []
     self_refs: set[str] = set()
@@ -493,7 +522,7 @@ def _analyse(cls: cst.ClassDef, table: ImportTable, index: ModuleIndex) -> LoopP
                     _no(f"the reward reads `ctx` beyond ctx.request.metadata")
             elif v == self_name:
                 continue
-            elif allow_messages and v == messages_var:
+            elif (allow_messages and v == messages_var) or v in moved_locals:
                 continue
             elif v in ("metadata", "messages", "sample", "sample_id") and v not in index.bound:
                 _no(f"the reward uses a local `{v}`")
@@ -508,6 +537,8 @@ def _analyse(cls: cst.ClassDef, table: ImportTable, index: ModuleIndex) -> LoopP
                 _no("the reward passes `self` around")
 
     check_reward_names(reward, allow_messages=True)
+    for stmt in pre:
+        check_reward_names(stmt.body[0].value, allow_messages=True)
     # helper methods and class attributes the reward uses (transitively) move into the grader
     needed: set[str] = set()
     todo = list(self_refs)
@@ -554,7 +585,7 @@ def _analyse(cls: cst.ClassDef, table: ImportTable, index: ModuleIndex) -> LoopP
         tools.append(ToolPlan(name, desc, params_schema, fn.name.value))
 
     # everything else run() does must be the loop's bookkeeping, or the rewrite would lose it
-    reward_nodes = {id(n) for n in _walk(reward_stmt or reward)}
+    reward_nodes = {id(n) for n in _walk(reward_stmt or reward)} | {id(n) for s in pre for n in _walk(s)}
     attr_heads = {id(n.value) for n in _walk(run.body) if isinstance(n, cst.Attribute)}
     for node in _walk(run.body):
         if id(node) in reward_nodes:
@@ -583,7 +614,9 @@ def _analyse(cls: cst.ClassDef, table: ImportTable, index: ModuleIndex) -> LoopP
                 continue
             if isinstance(func, cst.Attribute):
                 head = dotted_name(func)
-                if head in ("time.monotonic", "time.time", "time.perf_counter") or is_ctx(func.value) :
+                if head in ("time.monotonic", "time.time", "time.perf_counter") or is_ctx(func.value):
+                    continue  # ctx.<method>: vetted by the attribute check
+                if func.attr.value == "copy" and not node.args and is_ctx(func.value, "request", "messages"):
                     continue
                 if isinstance(func.value, cst.Name) and func.value.value not in index.bound and func.value.value not in (
                     ctx, self_name) and func.attr.value in ("append", "extend", "get", "copy", "items", "keys", "values"):
@@ -603,6 +636,7 @@ def _analyse(cls: cst.ClassDef, table: ImportTable, index: ModuleIndex) -> LoopP
         messages_var=messages_var,
         metadata_expr_nodes=metadata_nodes,
         reward=reward,
+        reward_statements=pre,
         grader_members=grader_members,
         dropped=dropped,
     )

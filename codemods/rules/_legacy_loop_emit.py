@@ -143,13 +143,19 @@ def rewrite_statements(
     ]
     text = nl.join(lines) + nl
     stmts = list(cst.parse_module(text, config=module.config_for_parsing).body)
-    reward = plan.reward.visit(_MetadataToLocal(plan.metadata_expr_nodes))
+    to_local = _MetadataToLocal(plan.metadata_expr_nodes)
+    reward = plan.reward.visit(to_local)
     grader = stmts[-1]
     assert isinstance(grader, cst.ClassDef)
     grader = grader.visit(_Replace(_REWARD_PLACEHOLDER, reward))
+    if plan.reward_statements:
+        moved = [s.visit(to_local).with_changes(leading_lines=[l for l in s.leading_lines if l.comment is not None])
+                 for s in plan.reward_statements]
+        grader = grader.visit(_InsertBefore("reward", moved))
     if plan.grader_members:
-        members = [m.with_changes(leading_lines=[cst.EmptyLine(indent=False)]) if isinstance(m, cst.FunctionDef)
-                   and not m.leading_lines else m for m in plan.grader_members]
+        # each moved member keeps its comments, after one blank line
+        members = [m.with_changes(leading_lines=[cst.EmptyLine(indent=False), *(
+            l for l in m.leading_lines if l.comment is not None)]) for m in plan.grader_members]
         grader = grader.with_changes(body=grader.body.with_changes(body=[*grader.body.body, *members]))
     stmts[-1] = grader
     return stmts
@@ -162,6 +168,22 @@ class _MetadataToLocal(cst.CSTTransformer):
     def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):  # type: ignore[override]
         if id(original) in self.ids:
             return cst.Name("metadata")
+        return updated
+
+
+class _InsertBefore(cst.CSTTransformer):
+    """Insert statements before the ``<name> = …`` statement of the grader's sample loop."""
+
+    def __init__(self, name: str, stmts: Sequence[cst.BaseStatement]) -> None:
+        self.name, self.stmts = name, stmts
+
+    def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock):  # type: ignore[override]
+        body = list(updated.body)
+        for i, s in enumerate(body):
+            if isinstance(s, cst.SimpleStatementLine) and isinstance(s.body[0], cst.Assign) and isinstance(
+                s.body[0].targets[0].target, cst.Name
+            ) and s.body[0].targets[0].target.value == self.name:
+                return updated.with_changes(body=[*body[:i], *self.stmts, *body[i:]])
         return updated
 
 
