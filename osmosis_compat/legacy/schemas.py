@@ -403,8 +403,9 @@ def normalize_tools(tools: Any) -> list[dict[str, Any]]:
         if not model.function.name.strip():
             raise ValueError(f"tools[{index}]: function.name must be a non-empty string")
         try:
+            # Checked on the python dump: the JSON-mode dump would quietly turn NaN/inf into null.
+            json.dumps(model.model_dump(), allow_nan=False)
             dumped = model.model_dump(mode="json")
-            json.dumps(dumped, allow_nan=False)
         except (PydanticSerializationError, TypeError, ValueError) as exc:
             raise ValueError(f"tools[{index}] ({model.function.name}): not JSON-encodable: {exc}") from exc
         normalized.append(dumped)
