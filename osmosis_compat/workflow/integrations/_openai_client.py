@@ -10,6 +10,7 @@ shut down and closed it), the OpenAI client is rebuilt on the new one.
 from __future__ import annotations
 
 import asyncio
+import os
 import weakref
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,13 @@ from osmosis_compat.runtime.http import get_client
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-__all__ = ["auth_headers_for", "rollout_openai_client"]
+__all__ = [
+    "RawChatClient",
+    "TRANSPORT_ENV",
+    "auth_headers_for",
+    "litellm_transport_forced",
+    "rollout_openai_client",
+]
 
 _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str | None], AsyncOpenAI]] = (
     weakref.WeakKeyDictionary()
@@ -120,3 +127,13 @@ def _without_null_tool_call_content(message: Any) -> Any:
     if isinstance(message, dict) and message.get("tool_calls") and "content" in message and message["content"] is None:
         return {k: v for k, v in message.items() if k != "content"}
     return message
+
+
+#: Set to ``litellm`` to send every rollout model call through ``litellm.acompletion`` as upstream did (for code
+#: that relies on litellm callbacks/logging or catches litellm's exception classes). Read at call time.
+TRANSPORT_ENV = "OSMOSIS_COMPAT_MODEL_TRANSPORT"
+
+
+def litellm_transport_forced() -> bool:
+    """Whether ``OSMOSIS_COMPAT_MODEL_TRANSPORT=litellm`` asks for upstream's litellm path."""
+    return os.environ.get(TRANSPORT_ENV, "").strip().lower() == "litellm"

@@ -32,7 +32,12 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from osmosis_compat.workflow.context import RolloutContext, SampleSource, get_rollout_context  # noqa: E402
 from osmosis_compat.workflow.integrations._deferred_litellm import import_deferring_litellm  # noqa: E402
-from osmosis_compat.workflow.integrations._openai_client import RawChatClient, auth_headers_for, rollout_openai_client  # noqa: E402
+from osmosis_compat.workflow.integrations._openai_client import (  # noqa: E402
+    RawChatClient,
+    auth_headers_for,
+    litellm_transport_forced,
+    rollout_openai_client,
+)
 from osmosis_compat.workflow.types.sample import RolloutSample  # noqa: E402
 
 _agents_litellm = import_deferring_litellm("agents.extensions.models.litellm_model")
@@ -252,7 +257,7 @@ class OsmosisLitellmModel(LitellmModel):
     ) -> AsyncIterator[TResponseStreamEvent]:
         """Stream one model call (pooled client; litellm only for ``extra_args``)."""
         headers = self._merge_headers(model_settings)
-        if model_settings.extra_args:
+        if model_settings.extra_args or litellm_transport_forced():
             stream = super().stream_response(
                 system_instructions, input, model_settings, tools, output_schema, handoffs, tracing,
                 previous_response_id=previous_response_id, conversation_id=conversation_id, prompt=prompt,

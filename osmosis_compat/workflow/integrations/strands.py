@@ -21,7 +21,11 @@ from typing import Any
 
 from osmosis_compat.workflow.context import RolloutContext, SampleSource, get_rollout_context
 from osmosis_compat.workflow.integrations._deferred_litellm import import_deferring_litellm
-from osmosis_compat.workflow.integrations._openai_client import auth_headers_for, rollout_openai_client
+from osmosis_compat.workflow.integrations._openai_client import (
+    auth_headers_for,
+    litellm_transport_forced,
+    rollout_openai_client,
+)
 from osmosis_compat.workflow.types.sample import RolloutSample
 from osmosis_compat.workflow.utils.messages import map_initial_messages_to_content_blocks
 
@@ -119,7 +123,7 @@ class RolloutLiteLLMModel(LiteLLMModel):
     def _fast_request(self, request: Mapping[str, Any]) -> tuple[str, str | None, dict[str, Any], dict[str, str], Any] | None:
         """``(base_url, api_key, body, headers, extra_body)`` for the pooled client, or ``None`` → use litellm."""
         client_args = self.client_args
-        if not client_args.keys() <= _FAST_CLIENT_ARGS:
+        if litellm_transport_forced() or not client_args.keys() <= _FAST_CLIENT_ARGS:
             return None
         base_url = client_args.get("api_base") or client_args.get("base_url")
         model = request.get("model")

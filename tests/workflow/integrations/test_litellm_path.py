@@ -183,3 +183,26 @@ async def test_agents_requests_equal_upstreams_litellm_requests(controller) -> N
 
     # the recorded sample (what graders see) is the same, provider_data.model included
     assert strip_ids(session.items) == strip_ids(upstream_session.items)
+
+
+async def test_transport_switch_sends_every_call_through_litellm(controller, monkeypatch) -> None:
+    from agents import Runner
+
+    from osmosis_compat.workflow.integrations.openai_agents import (
+        OsmosisAgent,
+        OsmosisMemorySession,
+    )
+    from osmosis_compat.workflow.integrations.openai_agents import OsmosisRolloutModel as AgentsPlaceholder
+    from tests.workflow.integrations.flows import oa_add
+
+    monkeypatch.setenv("OSMOSIS_COMPAT_MODEL_TRANSPORT", "litellm")
+    strands_requests = await _run(controller, "switch-strands", lambda ctx: OsmosisRolloutModel())
+    with RolloutContext(
+        chat_completions_url=controller.chat_completions_url, api_key="ctrl-key", rollout_id="switch-agents"
+    ):
+        agent = OsmosisAgent(name="calc", model=AgentsPlaceholder(), tools=[oa_add])
+        await Runner.run(agent, "What is 2 + 3?", session=OsmosisMemorySession(name="calc"))
+
+    for chat in [*strands_requests, *controller.chat_requests("switch-agents")]:
+        assert chat.headers["x-stainless-raw-response"] == "true"  # litellm made the call
+        assert chat.sample_id == "calc" and chat.headers["authorization"] == "Bearer ctrl-key"
