@@ -430,3 +430,27 @@ def test_driver_contract_via_shim() -> None:
 
     assert D().max_concurrency == 0
     assert asyncio.run(D().run([], rollout_id="x")).rollout_id == "x"
+
+
+@pytest.mark.parametrize("timeout", [None, 30.0])
+async def test_grader_sees_no_rollout_context_with_or_without_a_timeout(tmp_path: Path, timeout: float | None) -> None:
+    seen: list[Any] = []
+
+    class Peek(Grader):
+        async def grade(self, ctx: GraderContext) -> None:
+            seen.append(get_rollout_context())
+            ctx.set_reward(1.0)
+
+    backend = LocalBackend(workflow=ConfigEcho, grader=Peek)
+    backend.artifact_root = tmp_path
+    rollout = RolloutContext(rollout_id="peek")
+    reported: list[ExecutionResult] = []
+
+    async def record(result: ExecutionResult) -> None:
+        reported.append(result)
+
+    with rollout:
+        request = ExecutionRequest(id="peek", prompt=[], label="x", agent_timeout_sec=timeout)
+        await backend.execute(request, record, record)
+    assert seen == [None]
+    assert [r.status for r in reported] == ["success", "success"]

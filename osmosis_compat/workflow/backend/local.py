@@ -193,22 +193,23 @@ class LocalBackend(ExecutionBackend):
             )
             workflow = self.workflow_cls(ctx.config)
 
-            async def run_and_collect() -> dict[str, RolloutSample]:
-                token = _current_request.set(request)
-                try:
-                    with rollout_ctx:
-                        output = await workflow.run(ctx)
-                finally:
-                    _current_request.reset(token)
-                if not rollout_ctx.sample_sources:
-                    messages = _messages_returned(output)
-                    if messages is not None:
-                        name = rollout_ctx.rollout_id or request.id
-                        return {name: RolloutSample(id=name, messages=messages)}
-                return await rollout_ctx.get_samples()
-
             what = f"Workflow timed out: agent_timeout_sec={request.agent_timeout_sec} exceeded"
-            samples = await _within(run_and_collect(), budget, what)
+            deadline = None if budget is None else time.monotonic() + budget
+            token = _current_request.set(request)
+            try:
+                # Enter the context in this task (only run() goes under the deadline), so leaving it has the same
+                # effect with or without a timeout: the grader phase sees no current RolloutContext (upstream).
+                with rollout_ctx:
+                    output = await _within(workflow.run(ctx), budget, what)
+            finally:
+                _current_request.reset(token)
+            messages = None if rollout_ctx.sample_sources else _messages_returned(output)
+            if messages is not None:
+                name = rollout_ctx.rollout_id or request.id
+                samples = {name: RolloutSample(id=name, messages=messages)}
+            else:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                samples = await _within(rollout_ctx.get_samples(), remaining, what)
         except Exception as exc:
             logger.error("Workflow failed for rollout %s: %s", request.id, exc, exc_info=True)
             return ExecutionResult(
