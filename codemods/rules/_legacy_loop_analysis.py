@@ -351,6 +351,9 @@ def analyse(cls: cst.ClassDef, module: cst.Module, table: ImportTable, index: Mo
         return _analyse(cls, table, index)
     except _Stop as stop:
         return NotRecognised(str(stop))
+    except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:
+        # a shape the analysis did not foresee: wrapping keeps the behaviour, so that is the safe answer
+        return NotRecognised(f"its shape was not understood ({type(exc).__name__}: {exc})")
 
 
 def _analyse(cls: cst.ClassDef, table: ImportTable, index: ModuleIndex) -> LoopPlan:

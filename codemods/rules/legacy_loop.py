@@ -70,6 +70,12 @@ CREATE_APP = (
     "osmosis_ai.rollout.server.app.create_app",
 )
 ADAPTER = ("osmosis_compat.adapters", "loop_as_workflow")
+REWRITE_IMPORTS = [
+    (ROLLOUT, "AgentWorkflow"), (ROLLOUT, "AgentWorkflowConfig"), (ROLLOUT, "AgentWorkflowContext"),
+    (ROLLOUT, "Grader"), (ROLLOUT, "GraderContext"), (ROLLOUT, "LocalBackend"), (ROLLOUT, "create_rollout_server"),
+    (ROLLOUT, "ConcurrencyConfig"), (STRANDS_MOD, "OsmosisRolloutModel"), (STRANDS_MOD, "OsmosisStrandsAgent"),
+    ("strands", "tool"), ("strands.hooks", "AfterToolsEvent"), MESSAGES_HELPER,
+]
 
 
 @dataclass
@@ -159,8 +165,10 @@ class _Migration:
                         if cls_name is None:
                             continue
                         site = _Site(bid, node, stmt, cls_name, var_stmt, var)
-                        for arg in node.args[1:]:
-                            if arg.keyword is not None and not arg.star:
+                        for pos, arg in enumerate(node.args[1:]):
+                            if pos == 0 and arg.keyword is None and not arg.star:
+                                site.kwargs["max_concurrent"] = arg.value  # create_app(agent_loop, max_concurrent, …)
+                            elif arg.keyword is not None and not arg.star:
                                 site.kwargs[arg.keyword.value] = arg.value
                                 if arg.keyword.value != "max_concurrent":
                                     site.other.append(self.module.code_for_node(arg).strip().rstrip(","))
@@ -211,8 +219,9 @@ class _Migration:
         for new in (f"{base}Config", f"{base}Workflow", f"{base}Grader", f"{snake(base)}_config"):
             if new in self.used_names:
                 return f"the name {new} the rewrite would add is already used"
-        if "tool" in self.table.names and self.table.names["tool"] != "strands.tool":
-            return "`tool` is bound to something other than strands.tool"
+        for mod, new in REWRITE_IMPORTS:
+            if new in self.index.bound and self.table.names.get(new) != f"{mod}.{new}":
+                return f"`{new}`, a name the rewrite imports, is bound to something else in this module"
         for tool in plan.tools:
             if counts.get(tool.function, 0) < 1:
                 return f"tool function {tool.function} not found"
@@ -247,6 +256,18 @@ class _Migration:
             if s.var_stmt is not None and self.var_replaceable(s, served, counts, decisions[s.class_name]):
                 var_stmts[id(s.var_stmt)] = s
         self.backends: dict[int, str] = {}  # id(site) → backend variable
+        # a wrapped class whose module-level instance stays (built with arguments, or used beyond create_app):
+        # the adapter wraps that instance, right after it is built
+        self.wrap_after: dict[str, tuple[int, str]] = {}
+        for stmt in self.module.body:
+            if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign) \
+                    and id(stmt) not in var_stmts:
+                a = stmt.body[0]
+                if len(a.targets) == 1 and isinstance(a.targets[0].target, cst.Name) and isinstance(a.value, cst.Call) \
+                        and isinstance(a.value.func, cst.Name) and decisions.get(a.value.func.value) \
+                        and decisions[a.value.func.value].kind == "wrap" and a.value.func.value not in self.wrap_after:
+                    self.wrap_after[a.value.func.value] = (id(stmt), a.targets[0].target.value)
+        wrap_lines = {sid: (cname, var) for cname, (sid, var) in self.wrap_after.items()}
 
         def process(stmts: list[cst.BaseStatement], top: bool) -> list[cst.BaseStatement]:
             out: list[cst.BaseStatement] = []
@@ -268,6 +289,10 @@ class _Migration:
                                "function: move it to module level so osmosis-migrate can migrate it, or wrap it by hand "
                                "with osmosis_compat.adapters.loop_as_workflow"))
                     self.ctx.todo("OM392", stmt, "RolloutAgentLoop subclass defined inside a function")
+                    continue
+                if top and id(stmt) in wrap_lines:
+                    cname, var = wrap_lines[id(stmt)]
+                    out += [stmt, wrap_statement(cname, var, self.module)]
                     continue
                 if id(stmt) in var_stmts:
                     site = var_stmts[id(stmt)]
@@ -331,6 +356,12 @@ class _Migration:
             return [with_todo_comment(cls, "OM390", reason)]
         if d.kind == "wrap":
             self.needed.append(ADAPTER)
+            if name in self.wrap_after:
+                var = self.wrap_after[name][1]
+                self.ctx.edit("OM302", cls, f"{name} wrapped: {stem(name)}Workflow, {stem(name)}Grader = "
+                              f"loop_as_workflow({var}) (the instance the module builds)"
+                              + (f" (not rewritten: {d.reason})" if d.reason else ""))
+                return [cls]
             line = wrap_statement(name, name, self.module)
             self.ctx.edit("OM302", cls, f"{name} wrapped: {stem(name)}Workflow, {stem(name)}Grader = loop_as_workflow({name})"
                           + (f" (not rewritten: {d.reason})" if d.reason else ""))
@@ -347,11 +378,7 @@ class _Migration:
                 max_c = mc.value
         stmts = rewrite_statements(plan, self.module, max_c)
         stmts[0] = stmts[0].with_changes(leading_lines=cls.leading_lines)
-        self.needed += [
-            (ROLLOUT, "AgentWorkflow"), (ROLLOUT, "AgentWorkflowConfig"), (ROLLOUT, "AgentWorkflowContext"),
-            (ROLLOUT, "Grader"), (ROLLOUT, "GraderContext"), (STRANDS_MOD, "OsmosisRolloutModel"),
-            (STRANDS_MOD, "OsmosisStrandsAgent"), ("strands", "tool"), ("strands.hooks", "AfterToolsEvent"), MESSAGES_HELPER,
-        ]
+        self.needed += [i for i in REWRITE_IMPORTS if i[1] not in ("LocalBackend", "create_rollout_server", "ConcurrencyConfig")]
         if max_c is not None:
             self.needed.append((ROLLOUT, "ConcurrencyConfig"))
         msg = f"{name} → {stem(name)}Config + {stem(name)}Workflow (OsmosisStrandsAgent) + {stem(name)}Grader"

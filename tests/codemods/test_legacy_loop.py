@@ -118,6 +118,14 @@ def test_create_app_arguments_without_equivalent_get_a_todo():
     assert "ConcurrencyConfig(max_concurrent=8)" in result.new_text
 
 
+def test_wrap_uses_the_module_instance_when_it_is_built_with_arguments_or_shared():
+    result = migrate_source(_text("wrap_instance_with_args"))
+    out = result.new_text
+    assert "agent_loop = ThresholdLoop(0.3)\nThresholdWorkflow, ThresholdGrader = loop_as_workflow(agent_loop)\n" in out
+    assert "register_agent_loop(agent_loop)" in out and "max_concurrent=12" in out
+    assert "loop_as_workflow(ThresholdLoop)" not in out
+
+
 def test_opt_out_and_nested_class():
     assert not migrate_source(_text("opt_out")).changed
     result = migrate_source(_text("nested_in_function"))

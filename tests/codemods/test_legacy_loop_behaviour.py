@@ -24,11 +24,17 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "legacy" / "calcula
 _counter = itertools.count()
 
 # (prompt, ground truth): right answers, a wrong label, a multi-step chain
+SYSTEM = {"role": "system", "content": "You are a calculator. Use the tools."}
 CASES = [
     ("What is 2 + 3?", "5"),
     ("Compute (2 + 3) * 4", "20"),
     ("What is 6 * 7?", "41"),
+    ([SYSTEM, {"role": "user", "content": "What is 3 * 3?"}], "9"),
 ]
+
+
+def _messages(prompt) -> list:
+    return prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
 
 
 def _load(text: str, tmp_path: Path):
@@ -47,7 +53,7 @@ async def _legacy_rewards(module, cases, max_turns: int = 10) -> list:
     with FakeTrainGate().serve() as gate, serve_app(module.app) as server:
         for i, (prompt, truth) in enumerate(cases):
             record = await gate.run_rollout(
-                server.url, rollout_id=f"legacy-{i}", messages=[{"role": "user", "content": prompt}],
+                server.url, rollout_id=f"legacy-{i}", messages=_messages(prompt),
                 metadata={"ground_truth": truth}, max_turns=max_turns,
             )
             assert record.status == "COMPLETED", record.callback
@@ -60,7 +66,7 @@ async def _workflow_rewards(module, cases) -> list:
     with FakeWorkflowController().serve() as controller, serve_app(module.app) as server:
         for i, (prompt, truth) in enumerate(cases):
             record = await controller.run_rollout(
-                server.url, rollout_id=f"wf-{i}", initial_messages=[{"role": "user", "content": prompt}], label=truth,
+                server.url, rollout_id=f"wf-{i}", initial_messages=_messages(prompt), label=truth,
             )
             assert len(record.rewards) == 1, record
             rewards.append(next(iter(record.rewards.values())))
@@ -75,7 +81,7 @@ async def test_migrated_seed_example_earns_the_same_rewards(tmp_path, strategy):
     original = _load(text, tmp_path)
     migrated = _load(result.new_text, tmp_path)
     expected = await _legacy_rewards(original, CASES)
-    assert expected == [1.0, 1.0, 0.0]  # the cases exercise both outcomes
+    assert expected == [1.0, 1.0, 0.0, 1.0]  # the cases exercise both outcomes
     assert await _workflow_rewards(migrated, CASES) == expected
 
 
