@@ -44,11 +44,15 @@ class ForwardingPolicy:
     """Answers model calls by POSTing them to ``{base_url}/chat/completions`` (non-streaming).
 
     ``model`` replaces whatever model name the agent asked for (legacy loops send ``"default"``, the
-    integrations ``"osmosis-rollout"``); ``params`` (e.g. ``temperature``, ``max_tokens``) are added to every
-    request. The controller turns the JSON answer into SSE for agents that stream. Raises
+    integrations ``"osmosis-rollout"``). The sampling parameters the agent sent (``temperature``, ``top_p``,
+    ``max_tokens``, ``stop``, ``tool_choice`` …, handed over by the fake controller because
+    ``accepts_request_params`` is true) are forwarded; ``params`` (``--temperature`` / ``--max-tokens``)
+    override them. The controller turns the JSON answer into SSE for agents that stream. Raises
     :class:`RemotePolicyError` for a non-2xx answer or a body without ``choices``; the fake controller then
     answers the agent 500, which the agent sees as a failed model call.
     """
+
+    accepts_request_params = True
 
     def __init__(
         self,
@@ -67,12 +71,19 @@ class ForwardingPolicy:
         self._client: Any = None
 
     async def areply(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, *, model: str = ""
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        *,
+        model: str = "",
+        params: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """The endpoint's ``chat.completion`` for ``messages`` with ``tools`` offered."""
-        body: dict[str, Any] = {"model": self.model, "messages": messages, **self.params}
+        body: dict[str, Any] = {"model": self.model, "messages": messages, **(params or {}), **self.params}
         if tools:
             body["tools"] = tools
+        else:
+            body.pop("tool_choice", None)  # a tool_choice without tools is rejected by OpenAI-compatible servers
         return await self._post(body)
 
     async def preflight(self) -> None:

@@ -17,6 +17,12 @@ if TYPE_CHECKING:
 
 INVALID_KEY = {"detail": "Invalid or missing API key"}
 
+#: Chat-body fields handed to a policy that sets ``accepts_request_params = True`` (as ``params=``).
+REQUEST_PARAMS = (
+    "temperature", "top_p", "max_tokens", "max_completion_tokens", "stop", "seed", "n",
+    "presence_penalty", "frequency_penalty", "tool_choice", "parallel_tool_calls", "response_format",
+)
+
 
 def parse_json(raw: bytes) -> tuple[Any, str | None]:
     """``(body, None)`` for a JSON object, else ``(body_or_None, error message)``."""
@@ -93,8 +99,13 @@ async def answer_chat(
         message = f"scripted failure (HTTP {scripted_status})"
         return scripted_status, {"error": {"message": message, "type": kind, "code": scripted_status}}
     tools = offered_tools(tools, body.get("tool_choice"))
+    kwargs: dict[str, Any] = {"model": body.get("model") or default_model}
+    if getattr(policy, "accepts_request_params", False):
+        # A policy forwarding to a real model (osmosis_compat.evaluation.policies.ForwardingPolicy) also gets the
+        # sampling parameters the agent sent; the scripted policy has no use for them.
+        kwargs["params"] = {key: body[key] for key in REQUEST_PARAMS if body.get(key) is not None}
     try:
-        return 200, await policy.areply(messages, tools, model=body.get("model") or default_model)
+        return 200, await policy.areply(messages, tools, **kwargs)
     except Exception as exc:  # a broken override must show up as a clear 500, not a dropped socket
         return 500, {"detail": f"policy failed: {type(exc).__name__}: {exc}"}
 

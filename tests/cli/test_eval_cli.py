@@ -103,6 +103,8 @@ def test_a_real_endpoint_is_reached_through_the_forwarding_policy(
     preflight, *calls = [r.body for r in requests]
     assert preflight["max_tokens"] == 1
     assert len(calls) == 2 and all(c["model"] == "my-model" and c["temperature"] == 0.2 for c in calls)
+    # The loop's own sampling parameters (legacy ctx.chat defaults) are forwarded; --temperature overrides.
+    assert all(c["top_p"] == 1.0 and c["max_tokens"] == 512 for c in calls)
     assert [t["function"]["name"] for t in calls[0]["tools"]] == ["add", "subtract", "multiply", "divide"]
     assert "Error: the model endpoint failed the preflight call" in capsys.readouterr().err
 
