@@ -105,7 +105,7 @@ class OpenAIFunctionPropertySchema(BaseModel):
     and ``enum`` may hold any JSON values.
     """
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     type: Optional[str | list[str]] = None
     description: Optional[str] = None
@@ -123,7 +123,7 @@ class OpenAIFunctionParametersSchema(BaseModel):
     """A function's parameters: ``type``, ``properties`` and ``required`` are required (as upstream); every other
     JSON-schema key (``additionalProperties``, ``$defs`` …) is kept."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     type: str
     properties: dict[str, OpenAIFunctionPropertySchema]
@@ -138,6 +138,8 @@ class OpenAIFunctionSchema(BaseModel):
     """A function declaration: ``name`` and ``description`` are required; omitted ``parameters`` become an empty
     object schema; ``strict`` defaults to ``False``."""
 
+    model_config = ConfigDict(defer_build=True)
+
     name: str
     description: str
     parameters: OpenAIFunctionParametersSchema = Field(default_factory=_empty_parameters)
@@ -150,6 +152,8 @@ class OpenAIFunctionToolSchema(BaseModel):
     Use ``model_dump(exclude_none=True)`` when handing it to an LLM API.
     """
 
+    model_config = ConfigDict(defer_build=True)
+
     type: str
     function: OpenAIFunctionSchema
 
@@ -157,12 +161,16 @@ class OpenAIFunctionToolSchema(BaseModel):
 class OpenAIFunctionParsedSchema(BaseModel):
     """A function call as the model emitted it: ``arguments`` is the raw JSON string."""
 
+    model_config = ConfigDict(defer_build=True)
+
     name: str
     arguments: str
 
 
 class OpenAIFunctionCallSchema(BaseModel):
     """A function call with decoded ``arguments``."""
+
+    model_config = ConfigDict(defer_build=True)
 
     name: str
     arguments: dict[str, Any]
@@ -190,6 +198,8 @@ class OpenAIFunctionCallSchema(BaseModel):
 class OpenAIFunctionToolCall(BaseModel):
     """A tool call of an assistant message."""
 
+    model_config = ConfigDict(defer_build=True)
+
     id: str
     type: Literal["function"] = "function"
     function: OpenAIFunctionCallSchema
@@ -197,6 +207,8 @@ class OpenAIFunctionToolCall(BaseModel):
 
 class ToolResponse(BaseModel):
     """A multi-modal tool result: optional ``text``, ``image`` list, ``video`` list."""
+
+    model_config = ConfigDict(defer_build=True)
 
     text: Optional[str] = None
     image: Optional[list[Any]] = None
@@ -233,6 +245,8 @@ class RolloutStatus(str, Enum):
 class RolloutMetrics(BaseModel):
     """Counters reported with a finished rollout."""
 
+    model_config = ConfigDict(defer_build=True)
+
     total_latency_ms: float = 0.0
     llm_latency_ms: float = 0.0
     tool_latency_ms: float = 0.0
@@ -250,6 +264,8 @@ class RolloutRequest(BaseModel):
     ``completion_params`` is required; ``metadata`` must be JSON-serialisable and within
     :func:`get_max_metadata_size_bytes`. ``max_turns``, ``max_tokens_total`` and ``tool_server_url`` are advisory.
     """
+
+    model_config = ConfigDict(defer_build=True)
 
     rollout_id: str = Field(..., min_length=1, max_length=256)
     server_url: str
@@ -295,12 +311,16 @@ class RolloutRequest(BaseModel):
 class InitResponse(BaseModel):
     """Body of the 202 answer to ``/v1/rollout/init``: the rollout id and the tools the agent offers."""
 
+    model_config = ConfigDict(defer_build=True)
+
     rollout_id: str
     tools: list[OpenAIFunctionToolSchema] = Field(default_factory=list)
 
 
 class RolloutResponse(BaseModel):
     """Body of ``POST {server_url}/v1/rollout/completed`` (field order is the wire order)."""
+
+    model_config = ConfigDict(defer_build=True)
 
     rollout_id: str
     status: RolloutStatus
@@ -314,6 +334,8 @@ class RolloutResponse(BaseModel):
 
 class CompletionsRequest(BaseModel):
     """Body of ``POST {server_url}/v1/chat/completions`` (legacy dialect: ``rollout_id`` in the body, no tools)."""
+
+    model_config = ConfigDict(defer_build=True)
 
     model: str = "default"
     messages: list[MessageDict]
@@ -333,6 +355,8 @@ class CompletionsRequest(BaseModel):
 class CompletionsChoice(BaseModel):
     """One choice of a chat-completions reply."""
 
+    model_config = ConfigDict(defer_build=True)
+
     index: int = 0
     message: MessageDict
     finish_reason: str = "stop"
@@ -340,6 +364,8 @@ class CompletionsChoice(BaseModel):
 
 class CompletionUsage(BaseModel):
     """Token usage of a chat-completions reply."""
+
+    model_config = ConfigDict(defer_build=True)
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -349,6 +375,8 @@ class CompletionUsage(BaseModel):
 class CompletionsResponse(BaseModel):
     """A chat-completions reply as TrainGate builds it (``token_ids``/``logprobs``/``prompt_token_ids`` are
     TrainGate-internal)."""
+
+    model_config = ConfigDict(defer_build=True)
 
     id: str
     object: str = "chat.completion"
