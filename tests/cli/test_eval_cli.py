@@ -178,3 +178,19 @@ def test_rejected_and_timed_out_rows_do_not_stop_or_stall_the_run(tmp_path: Path
     assert time.monotonic() - started < 5  # the abandoned rollout is not waited for
     [row] = lines(output)
     assert row["category"] == "timeout" and "--timeout" in row["error"]
+
+
+MODERN = EXAMPLES_DIR / "modern"
+
+
+@pytest.mark.parametrize(("example", "via"), [("openai_agents_calculator.py", "legacy")])  # one: imports are slow
+def test_a_framework_example_evaluates_on_the_real_framework(
+    example: str, via: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    output = tmp_path / "out.jsonl"
+    code = main(["eval", "-m", str(MODERN / example), "-d", str(MODERN / "data" / "calculator.jsonl"),
+                 "--via", via, "-q", "-o", str(output)])
+    assert code == 0, capsys.readouterr()
+    rows = lines(output)
+    assert rows and all(r["status"] == "completed" and r["passed"] for r in rows)
+    assert all(r["final_message"] for r in rows)
