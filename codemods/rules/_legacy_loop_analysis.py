@@ -587,6 +587,31 @@ def _analyse(cls: cst.ClassDef, table: ImportTable, index: ModuleIndex) -> LoopP
             _no(f"tool function `{fn.name.value}` takes *args/**kwargs")
         tools.append(ToolPlan(name, desc, params_schema, fn.name.value))
 
+    # the message list only grows by the model's replies and the tool results (Strands does exactly that)
+    result_var = None
+    for node in _walk(loop):
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Await) and node.value.expression is chat \
+                and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            result_var = node.targets[0].target.value
+    tool_results = {n.targets[0].target.value for n in _walk(loop) if isinstance(n, cst.Assign)
+                    and isinstance(n.value, cst.Await) and n.value.expression is execute
+                    and isinstance(n.targets[0].target, cst.Name)}
+    for node in _walk(run.body):
+        if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and any(
+            _is_attr(t, messages_var) or (isinstance(t, cst.Subscript) and _is_attr(t.value, messages_var))
+            for t in _targets(node)
+        ) and node.value is not init:
+            _no(f"run() changes `{messages_var}` beyond appending replies and tool results")
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and _is_attr(node.func.value, messages_var):
+            arg = node.args[0].value if len(node.args) == 1 and not node.args[0].keyword else None
+            ok = (node.func.attr.value == "append" and arg is not None and result_var is not None
+                  and _is_attr(arg, f"{result_var}.message")) or (
+                node.func.attr.value == "extend" and arg is not None and (
+                    (isinstance(arg, cst.Await) and arg.expression is execute) or (
+                        isinstance(arg, cst.Name) and arg.value in tool_results)))
+            if not ok:
+                _no(f"run() adds `{_src(node)}` to the messages, which the Strands agent would not")
+
     # everything else run() does must be the loop's bookkeeping, or the rewrite would lose it
     reward_nodes = {id(n) for n in _walk(reward_stmt or reward)} | {id(n) for s in pre for n in _walk(s)}
     attr_heads = {id(n.value) for n in _walk(run.body) if isinstance(n, cst.Attribute)}
@@ -625,10 +650,8 @@ def _analyse(cls: cst.ClassDef, table: ImportTable, index: ModuleIndex) -> LoopP
                     ctx, self_name) and func.attr.value in ("append", "extend", "get", "copy", "items", "keys", "values"):
                     continue
             _no(f"run() calls `{_src(func)}`, which the rewrite would drop")
-        elif isinstance(node, (cst.Try, cst.With, cst.While, cst.Raise, cst.Yield, cst.Await)) and not (
-            isinstance(node, cst.Await) and node.expression in (chat, execute)
-        ):
-            _no(f"run() has a `{type(node).__name__.lower()}` the rewrite would drop")
+        elif isinstance(node, (cst.Try, cst.With, cst.While, cst.Raise, cst.Yield)):
+            _no(f"run() has a `{type(node).__name__.lower()}` the rewrite would drop")  # awaits: their calls are checked
     return LoopPlan(
         class_name=cls.name.value,
         loop_name=loop_name,

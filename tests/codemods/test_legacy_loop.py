@@ -168,3 +168,35 @@ def test_pydantic_and_dict_schemas_become_exactly_the_strands_tool_specs(tmp_pat
             assert spec["name"] == tool["function"]["name"]
             assert spec["description"] == tool["function"]["description"]
             assert spec["inputSchema"] == {"json": tool["function"]["parameters"]}
+
+
+SEED_LOOP = '''            if not result.has_tool_calls:
+                finish_reason'''
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "reason"),
+    [
+        (SEED_LOOP, '''            if not result.has_tool_calls:
+                messages.append({"role": "user", "content": "Check your answer."})
+                finish_reason''', "adds `messages.append"),
+        ("messages.append(result.message)", "messages.append(result.message)\n            messages[0] = messages[0]",
+         "changes `messages`"),
+        ("messages = list(ctx.request.messages)", "messages = [{'role': 'system', 'content': 'Be brief.'}] + list(ctx.request.messages)",
+         "does not start as the request's messages"),
+        ("return create_tool_result(tool_call_id, str(result))", "return create_tool_result(tool_call_id, str(round(result)))",
+         "post-processes results"),
+        ("ctx.log_event(\"pre_llm\"", "await notify(turn)\n            ctx.log_event(\"pre_llm\"", "calls `notify`"),
+        ("reward = self._compute_reward(messages, ctx.request.metadata)",
+         "reward = self._compute_reward(messages, ctx.request.metadata) if total_tokens else 0.0", "`total_tokens`"),
+        ("for turn in range(ctx.request.max_turns):", "for turn in range(ctx.request.max_turns * 2):", "turn limit"),
+        ('"add": add,', '"add": add,\n    "plus": add,', "differ"),
+    ],
+    ids=["nudge", "subscript", "system-prefix", "post-process", "side-effect", "reward-local", "limit", "alias"],
+)
+def test_near_misses_of_the_tool_loop_are_wrapped_with_the_reason(old, new, reason):
+    text = _text("seed_complete_example")
+    assert old in text
+    result = migrate_source(text.replace(old, new, 1))
+    wrapped = next(e for e in result.edits if e.code == "OM302")
+    assert reason in wrapped.message and "OM301" not in {e.code for e in result.edits}
