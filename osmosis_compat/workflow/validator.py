@@ -4,39 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from dataclasses import dataclass, field
 from typing import Any
 
+# One ValidationError/ValidationResult for both APIs (the legacy dataclasses are the superset).
+from osmosis_compat.legacy.validator import ValidationError, ValidationResult
 from osmosis_compat.workflow.agent_workflow import AgentWorkflow
 from osmosis_compat.workflow.grader import Grader
 
 __all__ = ["ValidationError", "ValidationResult", "resolved_agent_name", "validate_backend"]
 
 MAX_AGENT_NAME_LENGTH = 256
-
-
-@dataclass
-class ValidationError:
-    """One problem found: a stable ``code``, a readable ``message`` and the ``field`` it concerns."""
-
-    code: str
-    message: str
-    field: str | None = None
-
-    def __str__(self) -> str:
-        return f"[{self.code}] {self.field}: {self.message}" if self.field else f"[{self.code}] {self.message}"
-
-
-@dataclass
-class ValidationResult:
-    """All problems found; truthy when ``valid``."""
-
-    valid: bool
-    errors: list[ValidationError]
-    warnings: list[ValidationError] = field(default_factory=list)
-
-    def __bool__(self) -> bool:
-        return self.valid
 
 
 def _is_async(method: Any) -> bool:
