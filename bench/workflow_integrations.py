@@ -11,7 +11,9 @@ Figures:
 - per-call overhead: time between a rollout's consecutive model calls as the controller sees them (the
   framework's work between two calls, tool included), p50 at concurrency 1;
 - server CPU ms per rollout: the child's user+system CPU time delta (what ``time.process_time`` measures) / rollouts;
-- peak RSS of the server (``VmHWM`` = ``ru_maxrss``).
+- peak RSS of the server (``VmHWM`` = ``ru_maxrss``);
+- CPU per model call in process, our pooled-client transport vs upstream's litellm path (same code, switched with
+  ``OSMOSIS_COMPAT_MODEL_TRANSPORT=litellm``).
 
 Targets (issue 3, item 9): ≥ 1.5× upstream 0.2.31's rollouts/s on this machine (Strands ~19 / ~27 at concurrency
 1 / 20, OpenAI Agents ~24 / ~28) and ≤ 150 MB peak RSS (upstream ~250 / ~275 MB; ~46 / ~37 ms server CPU).
@@ -126,12 +128,62 @@ async def main_async(n: int, only: list[str]) -> bool:
     return ok
 
 
+async def per_call_cpu(calls: int = 40) -> None:
+    """CPU per model call, in process: our pooled-client transport vs upstream's litellm path.
+
+    Both integrations run their seed workflow's agent directly (no rollout server) against the fake controller in
+    this process; ``OSMOSIS_COMPAT_MODEL_TRANSPORT=litellm`` switches the same code to ``litellm.acompletion``. The
+    fake's own work is in both figures, so the difference is the per-call overhead we removed.
+    """
+    import logging
+    import os
+    import sys as _sys
+
+    logging.disable(logging.INFO)  # the entrypoints configure INFO logging; litellm logs every call at INFO
+
+    from osmosis_compat.testing import FakeWorkflowController
+    from osmosis_compat.workflow import RolloutContext
+
+    _sys.path.insert(0, "examples/modern/seeds")
+    import openai_agents_seed_example as agents_seed
+    import strands_seed_example as strands_seed
+
+    workflows = {"strands": (strands_seed.MathAgentWorkflow, "What is 12 + 30?"),
+                 "openai_agents": (agents_seed.MultiplyWorkflow, "What is 6 * 7?")}
+    controller = FakeWorkflowController()
+    results: dict[tuple[str, str], float] = {}
+    async with controller.serve_async():
+        for transport in ("pooled", "litellm", "pooled", "litellm"):  # twice: the first litellm run pays its import
+            os.environ["OSMOSIS_COMPAT_MODEL_TRANSPORT"] = "litellm" if transport == "litellm" else ""
+            for name, (workflow_cls, question) in workflows.items():
+                from osmosis_compat.workflow import AgentWorkflowContext
+
+                samples: list[float] = []
+                for i in range(calls // 2 + 5):
+                    rollout_id = f"percall-{transport}-{name}-{i}-{len(results)}"
+                    with RolloutContext(chat_completions_url=controller.chat_completions_url,
+                                        api_key=controller.controller_api_key, rollout_id=rollout_id):
+                        started = time.process_time()
+                        await workflow_cls().run(AgentWorkflowContext(prompt=[{"role": "user", "content": question}]))
+                        samples.append((time.process_time() - started) / 2)  # 2 model calls per run
+                results[(name, transport)] = median(samples[5:]) * 1000
+    os.environ.pop("OSMOSIS_COMPAT_MODEL_TRANSPORT", None)
+    print("CPU per model call, in process (agent + fake controller), median:")
+    for name in workflows:
+        pooled, litellm = results[(name, "pooled")], results[(name, "litellm")]
+        print(f"  {name:14} pooled client {pooled:6.2f} ms   litellm path (upstream) {litellm:6.2f} ms   "
+              f"-> {litellm - pooled:5.2f} ms less per call")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rollouts", type=int, default=200, help="measured rollouts per configuration")
     parser.add_argument("--only", choices=sorted(INTEGRATIONS), action="append", help="limit to one integration")
+    parser.add_argument("--no-per-call", action="store_true", help="skip the in-process per-call CPU comparison")
     args = parser.parse_args()
     asyncio.run(main_async(args.rollouts, args.only or sorted(INTEGRATIONS)))
+    if not args.no_per_call:
+        asyncio.run(per_call_cpu())
 
 
 if __name__ == "__main__":
