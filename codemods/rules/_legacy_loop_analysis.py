@@ -559,6 +559,7 @@ def _analyse(cls: cst.ClassDef, table: ImportTable, index: ModuleIndex) -> LoopP
                 if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
                     todo.append(node.attr.value)
     grader_members = [stmt for name, stmt in members if name in needed]
+    _check_reward_reads_only_the_answer([reward, *pre, *grader_members], messages_var, index)
 
     # the executor and the tool functions
     executor_expr = execute.args[1].value if len(execute.args) == 2 else None
@@ -666,6 +667,35 @@ def _analyse(cls: cst.ClassDef, table: ImportTable, index: ModuleIndex) -> LoopP
         grader_members=grader_members,
         dropped=dropped,
     )
+
+
+_TRANSCRIPT_WORDS = {"tool", "user", "system", "tool_calls", "tool_call_id", "function"}
+
+
+def _check_reward_reads_only_the_answer(code: list[cst.CSTNode], messages_var: str, index: ModuleIndex) -> None:
+    """The grader hands the reward code the final answer only (a one-message list), so code that looks at other
+    roles, tool calls or the length of the conversation must keep running in the loop: wrap it. Module-level
+    functions the reward calls are followed (that is where the seed keeps such helpers)."""
+    seen: set[str] = set()
+    todo = list(code)
+    while todo:
+        node = todo.pop()
+        for n in _walk(node):
+            if isinstance(n, cst.SimpleString):
+                try:
+                    value = ast.literal_eval(n.value)
+                except (ValueError, SyntaxError):
+                    continue
+                if value in _TRANSCRIPT_WORDS:
+                    _no(f"the reward reads more of the conversation than the final answer ({n.value})")
+            elif isinstance(n, cst.Attribute) and n.attr.value == "tool_calls":
+                _no("the reward reads the tool calls of the conversation")
+            elif isinstance(n, cst.Call) and _is_attr(n.func, "len") and len(n.args) == 1:
+                if isinstance(n.args[0].value, cst.Name) and n.args[0].value.value in (messages_var, "messages"):
+                    _no("the reward depends on the length of the conversation")
+            elif isinstance(n, cst.Name) and n.value in index.functions and n.value not in seen:
+                seen.add(n.value)
+                todo.append(index.functions[n.value])
 
 
 def _targets(node: cst.CSTNode) -> list[cst.BaseExpression]:

@@ -200,3 +200,11 @@ def test_near_misses_of_the_tool_loop_are_wrapped_with_the_reason(old, new, reas
     result = migrate_source(text.replace(old, new, 1))
     wrapped = next(e for e in result.edits if e.code == "OM302")
     assert reason in wrapped.message and "OM301" not in {e.code for e in result.edits}
+
+
+def test_a_reward_that_reads_the_whole_conversation_is_wrapped():
+    text = _text("seed_complete_example").replace(
+        'if msg.get("role") == "assistant":', 'if msg.get("role") == "tool":', 1
+    )
+    result = migrate_source(text)
+    assert "more of the conversation" in next(e.message for e in result.edits if e.code == "OM302")
