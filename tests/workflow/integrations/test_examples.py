@@ -125,3 +125,23 @@ async def test_seed_complete_example_runs_unchanged(controller, servers, name: s
     assert record.rewards == {sample_id: 1.0}, (record.completion, record.grader)
     assert len(record.chat_requests) == 2
     assert {c.sample_id for c in record.chat_requests} == {sample_id}
+
+
+def test_upstream_import_names_resolve_to_the_integrations() -> None:
+    import osmosis_ai.rollout as rollout
+    import osmosis_ai.rollout.integrations as integrations
+    import osmosis_ai.rollout.integrations.agents as agents_pkg
+    from osmosis_ai.rollout.integrations.agents import openai_agents as upstream_agents
+    from osmosis_ai.rollout.integrations.agents import strands as upstream_strands
+
+    from osmosis_compat.workflow.integrations import openai_agents, strands
+
+    # the top-level OsmosisRolloutModel is the Strands one (spec §1: the name clash)
+    for module in (rollout, integrations, agents_pkg, upstream_strands):
+        assert module.OsmosisRolloutModel is strands.OsmosisRolloutModel
+        assert module.OsmosisStrandsAgent is strands.OsmosisStrandsAgent
+    assert upstream_strands.StrandsAgentSampleSource is strands.StrandsAgentSampleSource
+    for name in ("OsmosisAgent", "OsmosisLitellmModel", "OsmosisMemorySession", "OsmosisRolloutModel",
+                 "SessionSampleSource", "current_sample_id"):
+        assert getattr(upstream_agents, name) is getattr(openai_agents, name)
+    assert upstream_agents.OsmosisRolloutModel is not strands.OsmosisRolloutModel
