@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import logging
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -137,7 +138,7 @@ async def _run(args: argparse.Namespace, agent: Any, items: list[Any], policy: A
     from osmosis_compat.evaluation.drivers import RequestOptions
     from osmosis_compat.evaluation.policies import RemotePolicyError
     from osmosis_compat.evaluation.progress import Progress
-    from osmosis_compat.evaluation.report import format_summary, write_results
+    from osmosis_compat.evaluation.report import format_summary, summarize, write_results
     from osmosis_compat.evaluation.runner import run_evaluation
     from osmosis_compat.server.agents import AgentSpecError
     from osmosis_compat.testing import ServerStartError
@@ -153,6 +154,13 @@ async def _run(args: argparse.Namespace, agent: Any, items: list[Any], policy: A
     if not args.quiet:
         print(f"Evaluating {how} on {len(items)} row(s) with the {model}", file=sys.stderr)
     progress = Progress(len(items), quiet=args.quiet, pass_threshold=args.pass_threshold)
+    finished: list[Any] = []
+
+    def on_result(result: Any) -> None:
+        finished.append(result)
+        progress.update(result)
+
+    started = time.perf_counter()
     try:
         if hasattr(policy, "preflight") and not args.no_preflight:
             await policy.preflight()
@@ -164,11 +172,22 @@ async def _run(args: argparse.Namespace, agent: Any, items: list[Any], policy: A
             options=options,
             concurrency=args.concurrency,
             pass_threshold=args.pass_threshold,
-            on_result=progress.update,
+            on_result=on_result,
         )
     except RemotePolicyError as exc:
         print(f"Error: the model endpoint failed the preflight call: {exc}", file=sys.stderr)
         return 1
+    except asyncio.CancelledError:
+        # Ctrl-C: keep what finished — the summary and the JSONL of the rows done so far.
+        progress.close()
+        done = sorted(finished, key=lambda r: r.row_index)
+        print(f"Interrupted: {len(done)} of {len(items)} row(s) finished.", file=sys.stderr)
+        summary = summarize(done, pass_threshold=args.pass_threshold, wall_time_s=time.perf_counter() - started)
+        print(format_summary(summary, title=f"Evaluation of {agent.name} ({protocol} protocol), interrupted"))
+        if args.output is not None:
+            write_results(done, args.output)
+            print(f"Per-row results (finished rows): {args.output}")
+        return 130
     except (AgentSpecError, ServerStartError, ImportError) as exc:
         progress.close()
         print(f"Error: cannot serve {agent.name!r} on the {protocol} protocol: {exc}", file=sys.stderr)
