@@ -48,7 +48,15 @@ from codemods.base import (
     remove_unused_imports,
     with_todo_comment,
 )
-from codemods.rules._legacy_loop_analysis import LOOP_BASES, LoopPlan, ModuleIndex, NotRecognised, _walk, analyse
+from codemods.rules._legacy_loop_analysis import (
+    LOOP_BASES,
+    LoopPlan,
+    ModuleIndex,
+    NotRecognised,
+    _walk,
+    analyse,
+    walk_cache,
+)
 from codemods.rules._legacy_loop_emit import (
     LEGACY_MAX_CONCURRENT,
     MESSAGES_HELPER,
@@ -108,7 +116,10 @@ class LegacyLoopRule(Rule):
     trigger_words = ("RolloutAgentLoop",)
 
     def transform(self, module: cst.Module, ctx: RuleContext) -> cst.Module:
-        return _Migration(module, ctx).run()
+        if not any(isinstance(s, (cst.ClassDef, cst.FunctionDef)) for s in module.body):
+            return module
+        with walk_cache():
+            return _Migration(module, ctx).run()
 
 
 class _Migration:
@@ -127,6 +138,8 @@ class _Migration:
 
     def wrapped_already(self) -> set[str]:
         out: set[str] = set()
+        if not any(q.endswith(".loop_as_workflow") for q in self.table.names.values()) and not self.table.stars:
+            return out
         for node in _walk(self.module):
             if isinstance(node, cst.Call) and (dotted_name(node.func) or "").endswith("loop_as_workflow") and node.args:
                 arg = node.args[0].value
@@ -331,7 +344,7 @@ class _Migration:
             self.ctx.todo("OM392", 0, reason)
         module = self.module.with_changes(body=body)
         # drop what the rule made unused first, so new names do not get appended to an import that then empties
-        module, removed = remove_unused_imports(module, self.removed_refs - {n for _, n in self.needed})
+        module, removed = remove_unused_imports(module, self.removed_refs - {n for _, n in self.needed}, self.used_in(module))
         if self.needed:
             module = add_imports(module, self.needed)
         if self.needed or removed:
@@ -340,6 +353,21 @@ class _Migration:
                 msg += "; unused removed: " + ", ".join(removed)
             self.ctx.edit("OM304", 0, msg)
         return module
+
+    def used_in(self, module: cst.Module) -> set[str]:
+        """``base.used_names`` of ``module``, from the memoised walk (unchanged statements are not walked again)."""
+        seen: set[str] = set()
+        for stmt in module.body:
+            if isinstance(stmt, cst.SimpleStatementLine) and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body):
+                continue
+            for node in _walk(stmt):
+                if isinstance(node, cst.Name):
+                    seen.add(node.value)
+                elif isinstance(node, cst.SimpleString):
+                    val = node.value.strip("\"'rbuRBU")
+                    if val.isidentifier():
+                        seen.add(val)
+        return seen
 
     def var_replaceable(self, site: _Site, served: list[_Site], counts: dict[str, int], d: _Decision) -> bool:
         a = site.var_stmt.body[0]
