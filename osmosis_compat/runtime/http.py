@@ -8,12 +8,14 @@ are bound to the event loop they first ran on, so the pool is kept per loop and 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import weakref
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import httpx
 
-__all__ = ["ClientSettings", "get_client", "aclose_clients"]
+__all__ = ["ClientSettings", "get_client", "aclose_clients", "hold_clients"]
 
 
 @dataclass(frozen=True)
@@ -53,9 +55,36 @@ def get_client(settings: ClientSettings | None = None) -> httpx.AsyncClient:
     return client
 
 
+_holds: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, int]" = weakref.WeakKeyDictionary()
+
+
 async def aclose_clients() -> None:
-    """Close every pooled client of the running loop (called when a server shuts down)."""
+    """Close every pooled client of the running loop (called when a server shuts down).
+
+    Inside a :func:`hold_clients` block this does nothing: the block closes them when it ends.
+    """
     loop = asyncio.get_running_loop()
+    if _holds.get(loop):
+        return
     pool = _pools.pop(loop, {})
     for client in pool.values():
         await client.aclose()
+
+
+@contextlib.asynccontextmanager
+async def hold_clients() -> AsyncIterator[None]:
+    """Keep the running loop's pooled clients open for the block, then close them.
+
+    For an app that hosts several servers (``server.mixed_app``): each one closes the pool when *it* has drained,
+    which would cut the in-flight calls of the others; under a hold their ``aclose_clients()`` is deferred to
+    the end of the block.
+    """
+    loop = asyncio.get_running_loop()
+    _holds[loop] = _holds.get(loop, 0) + 1
+    try:
+        yield
+    finally:
+        _holds[loop] -= 1
+        if not _holds[loop]:
+            del _holds[loop]
+            await aclose_clients()

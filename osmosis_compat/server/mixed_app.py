@@ -19,10 +19,13 @@ gets — and every one of them has its lifespan run (engine start, drain on shut
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Sequence
 from typing import Any
+
+from osmosis_compat.runtime.http import hold_clients
 
 from .agents import AgentSpec
 from .lifespans import SubAppLifespans
@@ -162,23 +165,28 @@ class MixedRolloutApp:
         await app(scope, receive, send)
 
     async def _lifespan(self, receive: Any, send: Any) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                try:
-                    await self._lifespans.startup()
-                except Exception as exc:
-                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+        # Each sub-app closes the shared HTTP pool when it has drained; the hold defers that until all have, so
+        # one agent's shutdown never cuts another agent's in-flight model call or callback.
+        async with contextlib.AsyncExitStack() as stack:
+            await stack.enter_async_context(hold_clients())
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    try:
+                        await self._lifespans.startup()
+                    except Exception as exc:
+                        await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                        return
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    try:
+                        await self._lifespans.shutdown()
+                    except Exception as exc:
+                        await send({"type": "lifespan.shutdown.failed", "message": str(exc)})
+                        return
+                    await stack.aclose()  # close the pool before reporting completion
+                    await send({"type": "lifespan.shutdown.complete"})
                     return
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                try:
-                    await self._lifespans.shutdown()
-                except Exception as exc:
-                    await send({"type": "lifespan.shutdown.failed", "message": str(exc)})
-                    return
-                await send({"type": "lifespan.shutdown.complete"})
-                return
 
     async def _health(self) -> dict[str, Any]:
         agents: dict[str, Any] = {}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 import pytest
 
@@ -116,3 +118,22 @@ def test_name_collisions_and_bad_names_are_refused_at_startup() -> None:
         AgentSpec("x")
     with pytest.raises(AgentSpecError, match="expose must be one of"):
         AgentSpec("x", loop=EchoLoop(), expose="grpc")
+
+
+async def test_one_agent_draining_first_does_not_cut_another_agents_model_call() -> None:
+    # "a" has nothing in flight and finishes its shutdown at once; "b" is waiting on a 0.4 s model call. Each
+    # sub-app closes the shared HTTP pool when done — the mixed app defers that until every agent has drained,
+    # so b's call is not cut (and retried: a second, duplicate model call).
+    gate = FakeTrainGate(ScriptedPolicy(latency_s=0.4))
+    async with gate.serve_async():
+        server = await serve_app_async(create_mixed_app([AgentSpec("a", loop=EchoLoop()),
+                                                         AgentSpec("b", loop=EchoLoop())]))
+        async with httpx.AsyncClient() as client:
+            response = await client.post(f"{server.url}/agents/b/v1/rollout/init",
+                                         json=gate.init_body(rollout_id="busy", messages=QUESTION))
+        assert response.status_code == 202
+        gate.set_tools("busy", None)
+        await asyncio.sleep(0.15)  # b's model call is now waiting on the policy
+        await server.close()
+    assert [c["status"] for c in gate.callbacks("busy")] == ["COMPLETED"]
+    assert len(gate.chat_requests("busy")) == 1
