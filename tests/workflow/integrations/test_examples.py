@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from osmosis_compat.testing import FakeWorkflowController
 from tests.workflow.integrations.support import MODERN, dataset_rows, load_module, row_messages, serve_entrypoint
 
 ROWS = dataset_rows()
@@ -21,12 +20,6 @@ SEEDS = {
     "strands": (MODERN / "seeds" / "strands_seed_example.py", "What is 12 + 30?", "42", "math-agent"),
     "openai_agents": (MODERN / "seeds" / "openai_agents_seed_example.py", "What is 6 * 7?", "42", "multiply-agent"),
 }
-
-
-@pytest.fixture(scope="module")
-def controller():
-    with FakeWorkflowController().serve() as served:
-        yield served
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ These tests import the real litellm (seconds): the comparison needs upstream's p
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 
 import pytest
 
@@ -17,12 +16,6 @@ from tests.workflow.integrations.flows import add, multiply
 
 # Headers that identify the call; transport details (x-stainless-*, content-length, host) are the client's own.
 IDENTITY = ("authorization", "content-type", "user-agent", "x-rollout-id", "x-sample-id")
-
-
-@pytest.fixture(scope="module")
-def controller() -> Iterator[FakeWorkflowController]:
-    with FakeWorkflowController().serve() as served:
-        yield served
 
 
 async def _run(controller: FakeWorkflowController, rollout_id: str, model_factory) -> list:

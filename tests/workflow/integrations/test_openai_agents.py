@@ -12,7 +12,6 @@ import pytest
 from agents import Agent, ModelSettings, Runner
 from agents.extensions.models.litellm_model import LitellmModel
 
-from osmosis_compat.testing import FakeWorkflowController
 from osmosis_compat.workflow import LocalBackend, RolloutContext
 from osmosis_compat.workflow.integrations.openai_agents import (
     OsmosisAgent,
@@ -24,12 +23,6 @@ from osmosis_compat.workflow.integrations.openai_agents import (
 )
 from tests.workflow.conftest import prompt, rollout_server
 from tests.workflow.integrations.flows import AgentsFlows, LabelInAnswerGrader
-
-
-@pytest.fixture(scope="module")
-def controller() -> Iterator[FakeWorkflowController]:
-    with FakeWorkflowController().serve() as served:
-        yield served
 
 
 @pytest.fixture(scope="module")

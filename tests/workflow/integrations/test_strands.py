@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,12 +19,6 @@ from osmosis_compat.workflow.integrations.strands import (
 from strands.models.litellm import LiteLLMModel
 from tests.workflow.conftest import prompt, rollout_server
 from tests.workflow.integrations.flows import LabelInAnswerGrader, StrandsFlows, add, strands_flow_config
-
-
-@pytest.fixture(scope="module")
-def controller() -> Iterator[FakeWorkflowController]:
-    with FakeWorkflowController().serve() as served:
-        yield served
 
 
 @pytest.fixture(scope="module")
