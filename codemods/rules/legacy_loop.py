@@ -315,7 +315,9 @@ class _Migration:
                     new_stmt = stmt
                     for site in site_by_stmt[id(stmt)]:
                         if id(site) not in self.backends:
-                            out.append(self.backend_for(site, decisions[site.class_name], ()))
+                            # the backend goes first: it takes the blank lines and comments above the statement
+                            out.append(self.backend_for(site, decisions[site.class_name], new_stmt.leading_lines))
+                            new_stmt = new_stmt.with_changes(leading_lines=[])
                         new_stmt = new_stmt.visit(_SwapCall(site.call, server_call(self.backends[id(site)])))
                         self.removed_refs.update(["create_app"])
                         self.ctx.edit("OM303", stmt, f"create_app({site.var or site.class_name + '()'}) → "
