@@ -14,6 +14,8 @@ from typing import Any
 
 __all__ = ["LifespanStartupError", "SubAppLifespans"]
 
+_RETURNED = "osmosis_compat.lifespan.returned"  # internal: the app's lifespan call returned
+
 
 class LifespanStartupError(RuntimeError):
     """A sub-app's lifespan startup failed; the apps already started have been shut down again."""
@@ -35,8 +37,10 @@ class _Lifespan:
         self._task = asyncio.get_running_loop().create_task(self._main(scope), name=f"lifespan:{self.label}")
         await self._inbox.put({"type": "lifespan.startup"})
         message = await self._outbox.get()
+        if message["type"] == _RETURNED:
+            return  # an app without lifespan support: nothing to start or stop
         if message["type"] != "lifespan.startup.complete":
-            raise LifespanStartupError(f"{self.label}: startup failed: {message.get('message') or 'no reason given'}")
+            raise LifespanStartupError(f"{self.label}: startup failed: {_reason(message)}")
 
     async def shutdown(self) -> None:
         if self._task is None or self._task.done():
@@ -44,8 +48,8 @@ class _Lifespan:
         await self._inbox.put({"type": "lifespan.shutdown"})
         message = await self._outbox.get()
         await asyncio.gather(self._task, return_exceptions=True)
-        if message["type"] != "lifespan.shutdown.complete":
-            raise RuntimeError(f"{self.label}: shutdown failed: {message.get('message') or 'no reason given'}")
+        if message["type"] not in ("lifespan.shutdown.complete", _RETURNED):
+            raise RuntimeError(f"{self.label}: shutdown failed: {_reason(message)}")
 
     async def _main(self, scope: dict[str, Any]) -> None:
         try:
@@ -55,8 +59,8 @@ class _Lifespan:
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
             return
-        # The app returned without completing a step (it does not support lifespans): nothing to run.
-        await self._outbox.put({"type": "lifespan.shutdown.complete"})
+        # Returned: after its shutdown step, or at once for an app that does not support lifespans.
+        await self._outbox.put({"type": _RETURNED})
 
 
 class SubAppLifespans:
@@ -91,3 +95,9 @@ class SubAppLifespans:
             if lifespan.app is app:
                 return lifespan.state
         return {}
+
+
+def _reason(message: dict[str, Any]) -> str:
+    """The failure message of a lifespan step; Starlette sends a whole traceback, whose last line says it."""
+    lines = [line for line in str(message.get("message") or "").splitlines() if line.strip()]
+    return lines[-1].strip() if lines else "no reason given"
