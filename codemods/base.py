@@ -469,14 +469,39 @@ def add_imports(module: cst.Module, wanted: Sequence[ImportSpec]) -> cst.Module:
     return module.with_changes(body=body)
 
 
+def _dotted_expr(dotted: str) -> Union[cst.Name, cst.Attribute]:
+    parts = dotted.split(".")
+    expr: Union[cst.Name, cst.Attribute] = cst.Name(parts[0])
+    for part in parts[1:]:
+        expr = cst.Attribute(value=expr, attr=cst.Name(part))
+    return expr
+
+
 def _from_import(mod: str, names: Sequence[str], module: cst.Module) -> cst.SimpleStatementLine:
-    line = f"from {mod} import {', '.join(names)}"
-    if len(line) > 88:  # black/ruff style: one name per line in parentheses
-        inner = "".join(f"{module.default_indent}{n},{module.default_newline}" for n in names)
-        line = f"from {mod} import ({module.default_newline}{inner})"
-    stmt = cst.parse_statement(line + module.default_newline, config=module.config_for_parsing)
-    assert isinstance(stmt, cst.SimpleStatementLine)
-    return stmt
+    """``from mod import a, b`` — one name per line in parentheses (black/ruff style) past 88 characters.
+    Built node by node: parsing a snippet costs more than the whole rule on a small file."""
+    space = cst.SimpleWhitespace(" ")
+    if len(f"from {mod} import {', '.join(names)}") <= 88:
+        aliases = [
+            cst.ImportAlias(cst.Name(n), comma=cst.Comma(whitespace_after=space) if i < len(names) - 1 else cst.MaybeSentinel.DEFAULT)
+            for i, n in enumerate(names)
+        ]
+        return cst.SimpleStatementLine([cst.ImportFrom(module=_dotted_expr(mod), names=aliases)])
+
+    def line_break(indent: str) -> cst.ParenthesizedWhitespace:
+        return cst.ParenthesizedWhitespace(
+            first_line=cst.TrailingWhitespace(), empty_lines=[], indent=True, last_line=cst.SimpleWhitespace(indent)
+        )
+
+    indent = module.default_indent
+    aliases = [
+        cst.ImportAlias(cst.Name(n), comma=cst.Comma(whitespace_after=line_break(indent if i < len(names) - 1 else "")))
+        for i, n in enumerate(names)
+    ]
+    return cst.SimpleStatementLine([cst.ImportFrom(
+        module=_dotted_expr(mod), names=aliases,
+        lpar=cst.LeftParen(whitespace_after=line_break(indent)), rpar=cst.RightParen(),
+    )])
 
 
 def _import_insertion_index(body: Sequence[cst.BaseStatement]) -> int:
