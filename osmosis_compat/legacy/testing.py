@@ -163,8 +163,12 @@ def patch_httpx_for_mock_trainer(test_client: Any, monkeypatch: Any) -> None:
         for path in ("/v1/chat/completions", "/v1/rollout/completed"):
             if path in url_text:
                 reply = test_client.post(path, **kwargs)
+                request = httpx.Request("POST", url_text)
+                if reply.headers.get("content-type", "").startswith("application/json"):
+                    return httpx.Response(reply.status_code, json=reply.json(), request=request)
+                # Non-JSON answers (e.g. a plain-text 500) are passed on as they are instead of crashing here.
                 return httpx.Response(
-                    reply.status_code, json=reply.json(), request=httpx.Request("POST", url_text)
+                    reply.status_code, content=reply.content, headers=dict(reply.headers), request=request
                 )
         return await original_post(self, url, **kwargs)
 

@@ -170,9 +170,6 @@ async def _await(awaitable: Any) -> Any:
 def _check_tools(
     agent_loop: Any, request: RolloutRequest, errors: list[ValidationError], warnings: list[ValidationError]
 ) -> int:
-    if not callable(getattr(agent_loop, "get_tools", None)):
-        errors.append(ValidationError("GET_TOOLS_EXCEPTION", "Agent loop has no callable get_tools", field="get_tools"))
-        return 0
     try:
         tools = _call_get_tools(agent_loop, request, warnings)
     except Exception as exc:

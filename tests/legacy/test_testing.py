@@ -164,3 +164,19 @@ async def test_patch_leaves_other_urls_alone(monkeypatch, client):
         routed = await http.post("http://elsewhere.invalid/v1/chat/completions",
                                  json={"messages": [], "rollout_id": "r"})
     assert routed.status_code == 200 and routed.json()["id"] == "r"
+
+
+async def test_patch_passes_non_json_answers_through(monkeypatch):
+    from fastapi import FastAPI
+    from fastapi.responses import PlainTextResponse
+
+    app = FastAPI()
+
+    @app.post("/v1/chat/completions")
+    async def broken():
+        return PlainTextResponse("Internal Server Error", status_code=500)
+
+    patch_httpx_for_mock_trainer(TestClient(app), monkeypatch)
+    async with httpx.AsyncClient() as http:
+        response = await http.post("http://tg.invalid/v1/chat/completions", json={})
+    assert response.status_code == 500 and response.text == "Internal Server Error"

@@ -150,3 +150,8 @@ def test_result_raise_if_invalid():
     )
     assert info.value.errors == errors
     ValidationResult(valid=True).raise_if_invalid()
+
+
+def test_missing_get_tools_is_reported_as_exception():
+    [error] = validate_agent_loop(Duck(name="x", run=None)).errors[:1]
+    assert error.code == "GET_TOOLS_EXCEPTION" and error.details["exception_type"] == "AttributeError"
