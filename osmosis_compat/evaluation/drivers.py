@@ -17,7 +17,7 @@ from typing import Any
 from .dataset import DatasetRow
 from .report import COMPLETED, FAILED, RowResult, last_assistant_text
 
-__all__ = ["RequestOptions", "LegacyDriver", "WorkflowDriver", "driver_for"]
+__all__ = ["RequestOptions", "Driver", "LegacyDriver", "WorkflowDriver", "driver_for"]
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,68 @@ class RequestOptions:
         return f"{self.rollout_id_prefix}-{row.index}"
 
 
-class LegacyDriver:
+class Driver:
+    """Serves ``app`` next to a fake controller (``serving()``), then runs rows against it (``run(row)``).
+
+    Subclasses say which controller plays the other side (:meth:`controller`), how a row is sent
+    (:meth:`drive`, returning the controller's record) and what the record means (:meth:`result`).
+    """
+
+    protocol = ""
+    endpoint = ""  # for error messages
+
+    def __init__(self, app: Any, policy: Any, options: RequestOptions) -> None:
+        self.app = app
+        self.policy = policy
+        self.options = options
+        self._controller: Any = None
+        self._url: str | None = None
+
+    def controller(self) -> Any:
+        raise NotImplementedError
+
+    async def drive(self, row: DatasetRow, rollout_id: str) -> Any:
+        raise NotImplementedError
+
+    def result(self, row: DatasetRow, rollout_id: str, record: Any, latency_ms: float) -> RowResult:
+        raise NotImplementedError
+
+    @contextlib.asynccontextmanager
+    async def serving(self) -> AsyncIterator[Driver]:
+        """The fake controller and the agent's app, both on 127.0.0.1, for the ``async with`` block."""
+        from osmosis_compat.testing import serve_app_async
+
+        controller = self.controller()
+        async with controller.serve_async():
+            server = await serve_app_async(self.app)
+            try:
+                self._controller, self._url = controller, server.url
+                yield self
+            finally:
+                await server.close()
+
+    async def run(self, row: DatasetRow) -> RowResult:
+        """One row as one rollout; a refused request or a missing result is the row's failure, not an exception."""
+        from osmosis_compat.testing import RolloutTimeout, UnexpectedStatus
+
+        rollout_id = self.options.rollout_id(row)
+        started = time.perf_counter()
+        try:
+            record = await self.drive(row, rollout_id)
+        except UnexpectedStatus as exc:
+            body = exc.body
+            detail = body.get("detail") if isinstance(body, dict) else body
+            error = f"{self.endpoint} answered HTTP {exc.status_code}: {detail}"
+            return RowResult(row.index, FAILED, rollout_id, category="rejected", error=error,
+                             latency_ms=_ms_since(started))
+        except RolloutTimeout:
+            error = f"no result within {self.options.timeout_s:g} s (raise --timeout for slow models)"
+            return RowResult(row.index, FAILED, rollout_id, category="timeout", error=error,
+                             latency_ms=_ms_since(started))
+        return self.result(row, rollout_id, record, _ms_since(started))
+
+
+class LegacyDriver(Driver):
     """Rows as ``POST /v1/rollout/init`` to a legacy app, driven by :class:`~osmosis_compat.testing.FakeTrainGate`.
 
     Row → ``RolloutRequest`` as upstream ``osmosis test`` (spec/legacy-protocol.md §2.17.3): messages
@@ -42,26 +103,12 @@ class LegacyDriver:
     """
 
     protocol = "legacy"
+    endpoint = "POST /v1/rollout/init"
 
-    def __init__(self, app: Any, policy: Any, options: RequestOptions) -> None:
-        self.app = app
-        self.policy = policy
-        self.options = options
-        self._gate: Any = None
-        self._url: str | None = None
+    def controller(self) -> Any:
+        from osmosis_compat.testing import FakeTrainGate
 
-    @contextlib.asynccontextmanager
-    async def serving(self) -> AsyncIterator[LegacyDriver]:
-        from osmosis_compat.testing import FakeTrainGate, serve_app_async
-
-        gate = FakeTrainGate(self.policy)
-        async with gate.serve_async():
-            server = await serve_app_async(self.app)
-            try:
-                self._gate, self._url = gate, server.url
-                yield self
-            finally:
-                await server.close()
+        return FakeTrainGate(self.policy)
 
     @staticmethod
     def metadata(row: DatasetRow) -> dict[str, Any]:
@@ -74,26 +121,18 @@ class LegacyDriver:
             "test_mode": True,
         }
 
-    async def run(self, row: DatasetRow) -> RowResult:
-        from osmosis_compat.testing import RolloutTimeout, UnexpectedStatus
+    async def drive(self, row: DatasetRow, rollout_id: str) -> Any:
+        return await self._controller.run_rollout(
+            self._url,
+            rollout_id=rollout_id,
+            messages=row.messages(),
+            completion_params=dict(self.options.completion_params),
+            metadata=self.metadata(row),
+            max_turns=self.options.max_turns,
+            timeout=self.options.timeout_s,
+        )
 
-        rollout_id = self.options.rollout_id(row)
-        started = time.perf_counter()
-        try:
-            record = await self._gate.run_rollout(
-                self._url,
-                rollout_id=rollout_id,
-                messages=row.messages(),
-                completion_params=dict(self.options.completion_params),
-                metadata=self.metadata(row),
-                max_turns=self.options.max_turns,
-                timeout=self.options.timeout_s,
-            )
-        except UnexpectedStatus as exc:
-            return _rejected(row, rollout_id, "POST /v1/rollout/init", exc, started)
-        except RolloutTimeout as exc:
-            return _timed_out(row, rollout_id, self.options.timeout_s, started, getattr(exc, "record", None))
-        latency = _ms_since(started)
+    def result(self, row: DatasetRow, rollout_id: str, record: Any, latency_ms: float) -> RowResult:
         callback = record.callback or {}
         messages = list(callback.get("final_messages") or [])
         result = RowResult(
@@ -101,7 +140,7 @@ class LegacyDriver:
             rollout_id=rollout_id,
             status=FAILED,
             reward=_float_or_none(callback.get("reward")),
-            latency_ms=latency,
+            latency_ms=latency_ms,
             finish_reason=callback.get("finish_reason"),
             final_message=last_assistant_text(messages),
             messages=messages,
@@ -117,7 +156,7 @@ class LegacyDriver:
         return result
 
 
-class WorkflowDriver:
+class WorkflowDriver(Driver):
     """Rows as ``POST /rollout`` to a workflow app, driven by :class:`~osmosis_compat.testing.FakeWorkflowController`.
 
     Row → ``RolloutInitRequest`` as the 0.2.x local eval (spec/workflow-api.md §2.13): ``initial_messages``
@@ -126,46 +165,24 @@ class WorkflowDriver:
     """
 
     protocol = "workflow"
+    endpoint = "POST /rollout"
 
-    def __init__(self, app: Any, policy: Any, options: RequestOptions) -> None:
-        self.app = app
-        self.policy = policy
-        self.options = options
-        self._controller: Any = None
-        self._url: str | None = None
+    def controller(self) -> Any:
+        from osmosis_compat.testing import FakeWorkflowController
 
-    @contextlib.asynccontextmanager
-    async def serving(self) -> AsyncIterator[WorkflowDriver]:
-        from osmosis_compat.testing import FakeWorkflowController, serve_app_async
+        return FakeWorkflowController(self.policy)
 
-        controller = FakeWorkflowController(self.policy)
-        async with controller.serve_async():
-            server = await serve_app_async(self.app)
-            try:
-                self._controller, self._url = controller, server.url
-                yield self
-            finally:
-                await server.close()
+    async def drive(self, row: DatasetRow, rollout_id: str) -> Any:
+        return await self._controller.run_rollout(
+            self._url,
+            rollout_id=rollout_id,
+            initial_messages=row.messages(),
+            label=row.ground_truth,
+            metadata=row.metadata,
+            timeout=self.options.timeout_s,
+        )
 
-    async def run(self, row: DatasetRow) -> RowResult:
-        from osmosis_compat.testing import RolloutTimeout, UnexpectedStatus
-
-        rollout_id = self.options.rollout_id(row)
-        started = time.perf_counter()
-        try:
-            record = await self._controller.run_rollout(
-                self._url,
-                rollout_id=rollout_id,
-                initial_messages=row.messages(),
-                label=row.ground_truth,
-                metadata=row.metadata,
-                timeout=self.options.timeout_s,
-            )
-        except UnexpectedStatus as exc:
-            return _rejected(row, rollout_id, "POST /rollout", exc, started)
-        except RolloutTimeout as exc:
-            return _timed_out(row, rollout_id, self.options.timeout_s, started, getattr(exc, "record", None))
-        latency = _ms_since(started)
+    def result(self, row: DatasetRow, rollout_id: str, record: Any, latency_ms: float) -> RowResult:
         completion = record.completion or {}
         grader = record.grader or {}
         samples = grader.get("samples") if isinstance(grader.get("samples"), dict) else {}
@@ -179,7 +196,7 @@ class WorkflowDriver:
             row_index=row.index,
             rollout_id=rollout_id,
             status=FAILED,
-            latency_ms=latency,
+            latency_ms=latency_ms,
             messages=first["messages"],
             final_message=last_assistant_text(first["messages"]),
             samples=per_sample or None,
@@ -201,16 +218,12 @@ class WorkflowDriver:
         return result
 
 
-def driver_for(protocol: str, app: Any, policy: Any, options: RequestOptions) -> LegacyDriver | WorkflowDriver:
+def driver_for(protocol: str, app: Any, policy: Any, options: RequestOptions) -> Driver:
     """The driver speaking ``protocol`` (``"legacy"`` or ``"workflow"``)."""
-    if protocol == "legacy":
-        return LegacyDriver(app, policy, options)
-    if protocol == "workflow":
-        return WorkflowDriver(app, policy, options)
-    raise ValueError(f"unknown protocol {protocol!r}")
-
-
-# -- helpers -----------------------------------------------------------------------------------------
+    drivers = {"legacy": LegacyDriver, "workflow": WorkflowDriver}
+    if protocol not in drivers:
+        raise ValueError(f"unknown protocol {protocol!r}")
+    return drivers[protocol](app, policy, options)
 
 
 def _ms_since(started: float) -> float:
@@ -221,27 +234,3 @@ def _float_or_none(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value)
-
-
-def _rejected(row: DatasetRow, rollout_id: str, what: str, exc: Any, started: float) -> RowResult:
-    body = getattr(exc, "body", None)
-    detail = body.get("detail") if isinstance(body, dict) else body
-    return RowResult(
-        row_index=row.index,
-        rollout_id=rollout_id,
-        status=FAILED,
-        category="rejected",
-        error=f"{what} answered HTTP {getattr(exc, 'status_code', '?')}: {detail}",
-        latency_ms=_ms_since(started),
-    )
-
-
-def _timed_out(row: DatasetRow, rollout_id: str, timeout_s: float, started: float, record: Any) -> RowResult:
-    return RowResult(
-        row_index=row.index,
-        rollout_id=rollout_id,
-        status=FAILED,
-        category="timeout",
-        error=f"no result within {timeout_s:g} s (raise --timeout for slow models)",
-        latency_ms=_ms_since(started),
-    )
