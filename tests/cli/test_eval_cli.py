@@ -145,8 +145,9 @@ def test_via_runs_each_kind_on_either_protocol_with_the_same_answers(
     assert main(["eval", "-m", CALCULATOR, "-d", str(DATASET), "-q", "-o", str(native)]) == 0
     assert main(["eval", "-m", module, "-d", str(DATASET), "-q", "--via", via, "-o", str(adapted)]) == 0
     assert f"Evaluation of {protocol}" in capsys.readouterr().out
-    expected = [(r["row_index"], r["reward"], r["final_message"]) for r in lines(native)]
-    assert [(r["row_index"], r["reward"], r["final_message"]) for r in lines(adapted)] == expected
+    # Same rewards and the same transcripts, message for message (tool calls, tool results, answers).
+    expected = [(r["row_index"], r["reward"], r["messages"]) for r in lines(native)]
+    assert [(r["row_index"], r["reward"], r["messages"]) for r in lines(adapted)] == expected
 
 
 def test_workflow_failures_are_categorised(tmp_path: Path) -> None:
