@@ -363,3 +363,30 @@ def test_normalize_tools_errors_name_the_tool(tools, fragment):
     with pytest.raises(ValueError) as info:
         normalize_tools(tools)
     assert fragment in str(info.value)
+
+
+# --- property: any JSON-schema keys survive normalisation ----------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_json_leaf = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), st.text(max_size=8))
+_json = st.recursive(_json_leaf, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)), max_leaves=8)
+_extra_keys = st.dictionaries(
+    st.text(min_size=1, max_size=12).filter(lambda k: k not in {"type", "description", "enum"}), _json, max_size=4)
+
+
+@settings(max_examples=60, deadline=None)
+@given(prop_extras=_extra_keys, param_extras=_extra_keys.map(
+    lambda d: {k: v for k, v in d.items() if k not in {"properties", "required"}}))
+def test_extra_schema_keys_round_trip(prop_extras, param_extras):
+    tool = {"type": "function", "function": {"name": "f", "description": "d", "parameters": {
+        "type": "object", "properties": {"p": {"type": "string", **prop_extras}}, "required": [], **param_extras}}}
+    [out] = normalize_tools([tool])
+    params = out["function"]["parameters"]
+    for key, value in param_extras.items():
+        assert params[key] == value
+    for key, value in prop_extras.items():
+        assert params["properties"]["p"][key] == value
+    assert params["properties"]["p"]["description"] is None and params["properties"]["p"]["enum"] is None
