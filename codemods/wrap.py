@@ -445,10 +445,12 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
         params = [p.name.value for p in (*stmt.params.posonly_params, *stmt.params.params, *stmt.params.kwonly_params)]
         if isinstance(stmt.params.star_arg, cst.Param) or stmt.params.star_kwarg is not None:
             problems.append("it takes *args/**kwargs")
-        body_counts = name_counts(stmt.body) if params and not problems else {}
         for p in params if not problems else ():
+            # references in the body = in the whole def minus the parameter itself (over-counting a default
+            # or annotation that names it only makes the check stricter)
+            uses = mentioned.get(p, 0) - 1
             uses_in_prompt = sum(_count_name(a, p) for a in conv.result.dropped_args)
-            if body_counts.get(p, 0) > uses_in_prompt:
+            if uses > uses_in_prompt:
                 problems.append(f"the parameter `{p}` is used beyond the prompt")
         if "ctx" in mentioned:
             problems.append("it already uses a name `ctx`")
@@ -587,6 +589,10 @@ def _is_import_line(stmt: cst.BaseStatement) -> bool:
 
 
 def _count_name(node: cst.CSTNode, name: str) -> int:
+    if isinstance(node, cst.Name):  # the usual prompt argument: no visit needed
+        return int(node.value == name)
+    if isinstance(node, (cst.SimpleString, cst.Integer, cst.Float)):
+        return 0
     return name_counts(node).get(name, 0)
 
 
