@@ -179,6 +179,18 @@ def _is_attr(expr: cst.CSTNode, dotted: str) -> bool:
 
 def _literal(node: cst.BaseExpression) -> Any:
     """The Python value of a literal expression (dict/list/str/number/bool/None), else raise _Stop."""
+    # the common shapes directly (code generation per leaf is the slow path)
+    if isinstance(node, (cst.SimpleString, cst.Integer, cst.Float)) and not node.lpar:
+        try:
+            return ast.literal_eval(node.value)
+        except (ValueError, SyntaxError):
+            _no(f"`{node.value}` is not a literal")
+    if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[node.value]
+    if isinstance(node, cst.Dict) and not node.lpar and all(isinstance(e, cst.DictElement) for e in node.elements):
+        return {_literal(e.key): _literal(e.value) for e in node.elements}
+    if isinstance(node, cst.List) and not node.lpar and all(isinstance(e, cst.Element) for e in node.elements):
+        return [_literal(e.value) for e in node.elements]
     try:
         return ast.literal_eval(cst.Module(body=[]).code_for_node(node).strip())
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):

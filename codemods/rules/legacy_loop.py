@@ -130,6 +130,8 @@ class _Migration:
         self.needed: list[tuple[str, str]] = []
         self.removed_refs: set[str] = set()
         self.used_names: set[str] = set(self.index.bound)
+        self.generated: set[int] = set()  # ids of the config/workflow/grader statements a rewrite wrote
+        self.moved: list[cst.CSTNode] = []  # the user code those statements carry (reward, helpers)
 
     # ---------------------------------------------------------------------------------------------- finding
 
@@ -197,6 +199,12 @@ class _Migration:
 
     def name_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
+        per_stmt = self.ctx.top_level_name_counts(self.module)  # from CPython's ast: no libcst walk
+        if per_stmt is not None:
+            for stmt_counts in per_stmt:
+                for k, v in stmt_counts.items():
+                    counts[k] = counts.get(k, 0) + v
+            return counts
         for node in _walk(self.module):
             if isinstance(node, cst.Name):
                 counts[node.value] = counts.get(node.value, 0) + 1
@@ -359,9 +367,17 @@ class _Migration:
     def used_in(self, module: cst.Module) -> set[str]:
         """``base.used_names`` of ``module``, from the memoised walk (unchanged statements are not walked again)."""
         seen: set[str] = set()
+        per_stmt = self.ctx.top_level_name_counts(self.module)
+        original = {id(s): i for i, s in enumerate(self.module.body)} if per_stmt is not None else {}
         for stmt in module.body:
             if isinstance(stmt, cst.SimpleStatementLine) and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body):
                 continue
+            i = original.get(id(stmt))
+            if i is not None and self.module.body[i] is stmt:
+                seen.update(per_stmt[i])  # an untouched statement: its names are known from the ast
+                continue
+            if id(stmt) in self.generated:
+                continue  # rule-written code uses only the names it imports, plus the moved user code below
             for node in _walk(stmt):
                 if isinstance(node, cst.Name):
                     seen.add(node.value)
@@ -369,6 +385,8 @@ class _Migration:
                     val = node.value.strip("\"'rbuRBU")
                     if val.isidentifier():
                         seen.add(val)
+        for moved in self.moved:
+            seen.update(n.value for n in _walk(moved) if isinstance(n, cst.Name))
         return seen
 
     def var_replaceable(self, site: _Site, served: list[_Site], counts: dict[str, int], d: _Decision) -> bool:
@@ -408,6 +426,8 @@ class _Migration:
                 max_c = mc.value
         stmts = rewrite_statements(plan, self.module, max_c)
         stmts[0] = stmts[0].with_changes(leading_lines=cls.leading_lines)
+        self.generated.update(id(s) for s in stmts)
+        self.moved += [plan.reward, *plan.reward_statements, *plan.grader_members]
         self.needed += [i for i in REWRITE_IMPORTS if i[1] not in ("LocalBackend", "create_rollout_server", "ConcurrencyConfig")]
         if max_c is not None:
             self.needed.append((ROLLOUT, "ConcurrencyConfig"))
