@@ -130,6 +130,7 @@ class _Migration:
         self.needed: list[tuple[str, str]] = []
         self.removed_refs: set[str] = set()
         self.used_names: set[str] = set(self.index.bound)
+        self.per_stmt = ctx.top_level_name_counts(module)  # per top-level statement, from CPython's ast (or None)
         self.generated: set[int] = set()  # ids of the config/workflow/grader statements a rewrite wrote
         self.moved: list[cst.CSTNode] = []  # the user code those statements carry (reward, helpers)
 
@@ -140,7 +141,9 @@ class _Migration:
 
     def wrapped_already(self) -> set[str]:
         out: set[str] = set()
-        if not any(q.endswith(".loop_as_workflow") for q in self.table.names.values()) and not self.table.stars:
+        if not any(q.endswith(".loop_as_workflow") for q in self.table.names.values()) and not any(
+            m.startswith("osmosis_compat") for m in self.table.stars
+        ):
             return out
         for node in _walk(self.module):
             if isinstance(node, cst.Call) and (dotted_name(node.func) or "").endswith("loop_as_workflow") and node.args:
@@ -156,40 +159,27 @@ class _Migration:
         return out
 
     def sites(self, loops: set[str]) -> list[_Site]:
-        out: list[_Site] = []
+        """The create_app calls serving a loop of ``loops``: at module level and in top-level functions."""
+        # statements that cannot name create_app (per CPython's ast) are not walked
+        heads = {local for local, q in self.table.names.items() if q in CREATE_APP} | set(self.table.modules)
+        if any(m in ("osmosis_ai", "osmosis_ai.rollout") for m in self.table.stars):
+            heads.add("create_app")
+        mentions = None
+        if self.per_stmt is not None:
+            mentions = {id(st) for st, counts in zip(self.module.body, self.per_stmt) if heads & counts.keys()}
         blocks: list[list[cst.BaseStatement]] = [list(self.module.body)]
         blocks += [list(s.body.body) for s in self.module.body
-                   if isinstance(s, cst.FunctionDef) and isinstance(s.body, cst.IndentedBlock)]
-        for stmts in blocks:
+                   if isinstance(s, cst.FunctionDef) and isinstance(s.body, cst.IndentedBlock)
+                   and (mentions is None or id(s) in mentions)]
+        out: list[_Site] = []
+        for depth, stmts in enumerate(blocks):
             bid = id(stmts[0]) if stmts else 0
             defs: dict[str, tuple[cst.SimpleStatementLine, str]] = {}
             for stmt in stmts:
                 if isinstance(stmt, (cst.ClassDef, cst.FunctionDef)):
                     continue
-                for node in _walk(stmt):
-                    if isinstance(node, cst.Call) and self.table.matches(node.func, CREATE_APP) and node.args:
-                        first = node.args[0]
-                        cls_name = var = var_stmt = None
-                        if first.keyword is None and not first.star:
-                            if isinstance(first.value, cst.Name) and first.value.value in defs:
-                                var = first.value.value
-                                var_stmt, cls_name = defs[var]
-                            elif isinstance(first.value, cst.Call) and isinstance(first.value.func, cst.Name) \
-                                    and first.value.func.value in loops:
-                                cls_name = first.value.func.value
-                        if cls_name is None:
-                            continue
-                        site = _Site(bid, node, stmt, cls_name, var_stmt, var)
-                        for pos, arg in enumerate(node.args[1:]):
-                            if pos == 0 and arg.keyword is None and not arg.star:
-                                site.kwargs["max_concurrent"] = arg.value  # create_app(agent_loop, max_concurrent, …)
-                            elif arg.keyword is not None and not arg.star:
-                                site.kwargs[arg.keyword.value] = arg.value
-                                if arg.keyword.value != "max_concurrent":
-                                    site.other.append(self.module.code_for_node(arg).strip().rstrip(","))
-                            else:
-                                site.other.append(self.module.code_for_node(arg).strip().rstrip(","))
-                        out.append(site)
+                if depth > 0 or mentions is None or id(stmt) in mentions:
+                    out += self.sites_in(stmt, bid, defs, loops)
                 if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
                     a = stmt.body[0]
                     if len(a.targets) == 1 and isinstance(a.targets[0].target, cst.Name) and isinstance(a.value, cst.Call) \
@@ -197,9 +187,38 @@ class _Migration:
                         defs[a.targets[0].target.value] = (stmt, a.value.func.value)
         return out
 
+    def sites_in(self, stmt: cst.BaseStatement, bid: int, defs: dict, loops: set[str]) -> list[_Site]:
+        out: list[_Site] = []
+        for node in _walk(stmt):
+            if not (isinstance(node, cst.Call) and node.args and self.table.matches(node.func, CREATE_APP)):
+                continue
+            first = node.args[0]
+            cls_name = var = var_stmt = None
+            if first.keyword is None and not first.star:
+                if isinstance(first.value, cst.Name) and first.value.value in defs:
+                    var = first.value.value
+                    var_stmt, cls_name = defs[var]
+                elif isinstance(first.value, cst.Call) and isinstance(first.value.func, cst.Name) \
+                        and first.value.func.value in loops:
+                    cls_name = first.value.func.value
+            if cls_name is None:
+                continue
+            site = _Site(bid, node, stmt, cls_name, var_stmt, var)
+            for pos, arg in enumerate(node.args[1:]):
+                if pos == 0 and arg.keyword is None and not arg.star:
+                    site.kwargs["max_concurrent"] = arg.value  # create_app(agent_loop, max_concurrent, …)
+                elif arg.keyword is not None and not arg.star:
+                    site.kwargs[arg.keyword.value] = arg.value
+                    if arg.keyword.value != "max_concurrent":
+                        site.other.append(self.module.code_for_node(arg).strip().rstrip(","))
+                else:
+                    site.other.append(self.module.code_for_node(arg).strip().rstrip(","))
+            out.append(site)
+        return out
+
     def name_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
-        per_stmt = self.ctx.top_level_name_counts(self.module)  # from CPython's ast: no libcst walk
+        per_stmt = self.per_stmt  # from CPython's ast: no libcst walk
         if per_stmt is not None:
             for stmt_counts in per_stmt:
                 for k, v in stmt_counts.items():
@@ -367,7 +386,7 @@ class _Migration:
     def used_in(self, module: cst.Module) -> set[str]:
         """``base.used_names`` of ``module``, from the memoised walk (unchanged statements are not walked again)."""
         seen: set[str] = set()
-        per_stmt = self.ctx.top_level_name_counts(self.module)
+        per_stmt = self.per_stmt
         original = {id(s): i for i, s in enumerate(self.module.body)} if per_stmt is not None else {}
         for stmt in module.body:
             if isinstance(stmt, cst.SimpleStatementLine) and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body):
