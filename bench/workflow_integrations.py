@@ -107,7 +107,10 @@ async def main_async(n: int, only: list[str]) -> bool:
     from osmosis_compat.testing import FakeWorkflowController, ScriptedPolicy
 
     controller = FakeWorkflowController(ScriptedPolicy(latency_s=0.0))
+    import os
+
     rows = []
+    load_before = os.getloadavg()[0]
     async with controller.serve_async():
         for name in only:
             for concurrency in (1, 20):
@@ -123,6 +126,7 @@ async def main_async(n: int, only: list[str]) -> bool:
         ok &= ratio >= TARGET_RATIO and m["rss"] <= TARGET_RSS_MB
         print(f"{name:14} {concurrency:4d} {m['rate']:10.1f} {upstream:8.0f} {ratio:5.2f}x {m['cpu_ms']:14.1f} "
               f"{up_cpu:10.0f} {m['gap_p50']:9.2f} / {m['gap_p99']:8.2f} {m['rss']:11.1f}")
+    print(f"load average (1 min) before / after: {load_before:.1f} / {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"targets: >= {TARGET_RATIO}x upstream rollouts/s, <= {TARGET_RSS_MB:.0f} MB peak RSS "
           f"(upstream ~250 MB Strands, ~275 MB OpenAI Agents) -> {'met' if ok else 'NOT met'}")
     return ok
