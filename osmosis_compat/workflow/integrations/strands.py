@@ -114,10 +114,11 @@ class RolloutLiteLLMModel(LiteLLMModel):
     """The ``LiteLLMModel`` that :meth:`OsmosisRolloutModel.for_sample` returns.
 
     Identical to ``LiteLLMModel`` in configuration and in the requests it makes, but the HTTP call goes through a
-    pooled ``AsyncOpenAI`` client (one per event loop and endpoint) instead of ``litellm.acompletion``, which
-    rebuilt a client per call and added litellm's per-call bookkeeping. Requests that carry options only litellm
+    pooled ``AsyncOpenAI`` client (one per event loop and endpoint) instead of ``litellm.acompletion`` (whose per-call
+    translation and bookkeeping cost ~9 ms of CPU per call). Requests that carry options only litellm
     understands (anything outside the OpenAI chat parameters, or ``client_args`` beyond base URL / key /
-    headers) are handed to litellm exactly as ``LiteLLMModel`` would.
+    headers), or made while ``OSMOSIS_COMPAT_MODEL_TRANSPORT=litellm``, are handed to litellm exactly as
+    ``LiteLLMModel`` would.
     """
 
     def _fast_request(self, request: Mapping[str, Any]) -> tuple[str, str | None, dict[str, Any], dict[str, str], Any] | None:
