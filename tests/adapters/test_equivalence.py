@@ -104,3 +104,55 @@ async def test_workflow_native_vs_adapted_loop(stream: bool) -> None:
     assert [reward for _, reward in adapted] == [reward for _, reward in native]
     for (native_messages, _), (adapted_messages, _) in zip(native, adapted):
         assert _shape(adapted_messages) == _shape(native_messages)
+
+
+MODERN = Path(__file__).resolve().parents[2] / "examples" / "modern"
+
+
+def _modern(module_name: str) -> Any:
+    if str(MODERN) not in sys.path:
+        sys.path.insert(0, str(MODERN))
+    import importlib
+
+    return importlib.import_module(module_name)
+
+
+@pytest.mark.parametrize(
+    "module_name, workflow_name, grader_name",
+    [
+        ("strands_calculator", "StrandsCalculatorWorkflow", "StrandsCalculatorGrader"),
+        ("openai_agents_calculator", "OpenAIAgentsCalculatorWorkflow", "OpenAIAgentsCalculatorGrader"),
+    ],
+)
+async def test_modern_example_native_vs_adapted_loop(module_name: str, workflow_name: str, grader_name: str) -> None:
+    module = _modern(module_name)
+    workflow, grader = getattr(module, workflow_name), getattr(module, grader_name)
+    rows = [("Compute (2 + 3) * 4", "20"), ("What is 6 * 7?", "41")]
+    backend = LocalBackend(workflow=workflow, grader=grader)
+    native = []
+    async with FakeWorkflowController().serve_async() as controller, await serve_app_async(
+        create_rollout_server(backend=backend, configure_logging=False)
+    ) as server:
+        for i, (question, truth) in enumerate(rows):
+            record = await controller.run_rollout(server.url, rollout_id=f"m-{i}", initial_messages=_prompt(question),
+                                                  label=truth, timeout=30)
+            assert record.grader["status"] == "success", record.grader
+            native.append((record.chat_requests[-1].body["messages"], record.rewards["calculator"]))
+    loop = workflow_as_loop(workflow, grader=grader, tools=[module.add, module.multiply], name="calculator")
+    adapted = []
+    async with FakeTrainGate().serve_async() as gate, await serve_app_async(create_app(loop)) as server:
+        for i, (question, truth) in enumerate(rows):
+            record = await gate.run_rollout(server.url, rollout_id=f"l-{i}", messages=_prompt(question),
+                                            metadata={"ground_truth": truth}, timeout=30)
+            assert record.status == "COMPLETED", record.callback
+            assert [t["function"]["name"] for t in record.tools] == ["add", "multiply"]
+            # final messages are chat-shaped (the integration's trajectory copy), string content
+            assert record.final_messages[-1]["role"] == "assistant"
+            assert record.final_messages[-1]["content"].startswith("The answer is")
+            assert any(m["role"] == "tool" for m in record.final_messages)
+            adapted.append((record.chat_requests[-1].body["messages"], record.reward))
+    assert [reward for _, reward in native] == [1.0, 0.0]
+    assert [reward for _, reward in adapted] == [reward for _, reward in native]
+    for (native_messages, _), (adapted_messages, _) in zip(native, adapted):
+        # the conversation the model saw on its last turn, native vs through the bridge
+        assert _shape(adapted_messages) == _shape(native_messages)
