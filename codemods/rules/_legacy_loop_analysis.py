@@ -82,7 +82,7 @@ def _no(reason: str) -> None:
 class ModuleIndex:
     """Top-level definitions of a module: functions, assignments (name → value), and every bound name."""
 
-    functions: dict[str, Union[cst.FunctionDef]]
+    functions: dict[str, cst.FunctionDef]
     assigns: dict[str, cst.BaseExpression]
     assign_counts: dict[str, int]
     bound: set[str]

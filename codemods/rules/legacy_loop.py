@@ -34,7 +34,7 @@ A class carrying ``# osmosis-migrate: skip`` is left alone, with its serving lin
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import Optional
 
 import libcst as cst
 
@@ -90,7 +90,6 @@ REWRITE_IMPORTS = [
 class _Site:
     """A ``create_app(<loop>, …)`` call serving a loop class: where it is and what it was given."""
 
-    block: int  # id of the statement list it is in
     call: cst.Call
     call_stmt: cst.BaseStatement
     class_name: str
@@ -173,13 +172,12 @@ class _Migration:
                    and (mentions is None or id(s) in mentions)]
         out: list[_Site] = []
         for depth, stmts in enumerate(blocks):
-            bid = id(stmts[0]) if stmts else 0
             defs: dict[str, tuple[cst.SimpleStatementLine, str]] = {}
             for stmt in stmts:
                 if isinstance(stmt, (cst.ClassDef, cst.FunctionDef)):
                     continue
                 if depth > 0 or mentions is None or id(stmt) in mentions:
-                    out += self.sites_in(stmt, bid, defs, loops)
+                    out += self.sites_in(stmt, defs, loops)
                 if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
                     a = stmt.body[0]
                     if len(a.targets) == 1 and isinstance(a.targets[0].target, cst.Name) and isinstance(a.value, cst.Call) \
@@ -187,7 +185,7 @@ class _Migration:
                         defs[a.targets[0].target.value] = (stmt, a.value.func.value)
         return out
 
-    def sites_in(self, stmt: cst.BaseStatement, bid: int, defs: dict, loops: set[str]) -> list[_Site]:
+    def sites_in(self, stmt: cst.BaseStatement, defs: dict, loops: set[str]) -> list[_Site]:
         out: list[_Site] = []
         for node in _walk(stmt):
             if not (isinstance(node, cst.Call) and node.args and self.table.matches(node.func, CREATE_APP)):
@@ -203,7 +201,7 @@ class _Migration:
                     cls_name = first.value.func.value
             if cls_name is None:
                 continue
-            site = _Site(bid, node, stmt, cls_name, var_stmt, var)
+            site = _Site(node, stmt, cls_name, var_stmt, var)
             for pos, arg in enumerate(node.args[1:]):
                 if pos == 0 and arg.keyword is None and not arg.star:
                     site.kwargs["max_concurrent"] = arg.value  # create_app(agent_loop, max_concurrent, …)
@@ -293,7 +291,7 @@ class _Migration:
         self.served = served
         for s in served:
             site_by_stmt.setdefault(id(s.call_stmt), []).append(s)
-            if s.var_stmt is not None and self.var_replaceable(s, served, counts, decisions[s.class_name]):
+            if s.var_stmt is not None and self.var_replaceable(s, served, counts):
                 var_stmts[id(s.var_stmt)] = s
         self.backends: dict[int, str] = {}  # id(site) → backend variable
         # a wrapped class whose module-level instance stays (built with arguments, or used beyond create_app):
@@ -408,7 +406,8 @@ class _Migration:
             seen.update(n.value for n in _walk(moved) if isinstance(n, cst.Name))
         return seen
 
-    def var_replaceable(self, site: _Site, served: list[_Site], counts: dict[str, int], d: _Decision) -> bool:
+    def var_replaceable(self, site: _Site, served: list[_Site], counts: dict[str, int]) -> bool:
+        """Whether `V = X()` only feeds create_app (then the backend statement takes its place)."""
         a = site.var_stmt.body[0]
         uses = sum(1 for t in served if t.var == site.var)
         return not a.value.args and counts.get(site.var, 0) == 1 + uses
