@@ -56,12 +56,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        setup = _prepare(args)
-    except _SetupError as exc:
-        print(f"Error: {exc}", file=sys.stderr)
-        return 1
-    return asyncio.run(_run(args, *setup))
+    import warnings
+
+    with warnings.catch_warnings():
+        if not args.verbose:
+            # As the upstream CLI: library warnings (pydantic, frameworks) would interleave with the progress lines.
+            warnings.simplefilter("ignore")
+        try:
+            setup = _prepare(args)
+        except _SetupError as exc:
+            print(f"Error: {exc}", file=sys.stderr)
+            return 1
+        return asyncio.run(_run(args, *setup))
 
 
 class _SetupError(Exception):
