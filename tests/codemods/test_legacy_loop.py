@@ -56,7 +56,7 @@ def _codes(name: str, strategy: str = "auto") -> tuple[set[str], set[str]]:
 
 @pytest.mark.parametrize(
     "name", ["seed_complete_example", "if_elif_dispatcher", "pydantic_schemas", "sync_tools", "helper_methods",
-             "built_in_function"]
+             "built_in_function", "calculator_variants"]
 )
 def test_recognised_tool_loops_are_rewritten(name):
     edits, _ = _codes(name)

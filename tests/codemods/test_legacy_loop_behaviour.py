@@ -121,3 +121,15 @@ async def test_migrated_examples_legacy_agent_earns_the_same_rewards(tmp_path):
     cases = [*CASES, ("What is 8 / 2?", "4")]
     expected = await _legacy_rewards(original, cases)
     assert await _workflow_rewards(migrated, cases) == expected
+
+
+async def test_rewritten_variants_pydantic_dispatcher_sync_tools_earn_the_same_rewards(tmp_path):
+    # pydantic schemas, an if/elif dispatcher with positional/keyword argument passing, sync tools, range(6)
+    text = (FIXTURES / "legacy_loop" / "calculator_variants.py").read_text()
+    result = migrate_source(text)
+    assert "OM301" in {e.code for e in result.edits}
+    original = _load(text, tmp_path)
+    migrated = _load(result.new_text, tmp_path)
+    expected = await _legacy_rewards(original, CASES)
+    assert expected == [1.0, 1.0, 0.0, 1.0]
+    assert await _workflow_rewards(migrated, CASES) == expected
