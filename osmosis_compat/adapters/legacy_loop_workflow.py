@@ -70,6 +70,8 @@ class LoopResultSource(SampleSource):
         self.result: Any = None
 
     async def get_sample(self, name: str) -> RolloutSample:
+        """The sample ``name``: the loop's final messages, metrics and outcome (``LoopResultError`` if the loop
+        produced no result)."""
         result = self.result
         if result is None:
             raise LoopResultError(f"the legacy loop {name!r} finished without a result")
