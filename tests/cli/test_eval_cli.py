@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -165,8 +166,6 @@ def test_workflow_failures_are_categorised(tmp_path: Path) -> None:
 
 
 def test_rejected_and_timed_out_rows_do_not_stop_or_stall_the_run(tmp_path: Path) -> None:
-    import time
-
     dataset = tmp_path / "d.jsonl"
     dataset.write_text(json.dumps(ROW) + "\n")
     output = tmp_path / "out.jsonl"
@@ -195,3 +194,33 @@ def test_a_framework_example_evaluates_on_the_real_framework(
     rows = lines(output)
     assert rows and all(r["status"] == "completed" and r["passed"] for r in rows)
     assert all(r["final_message"] for r in rows)
+
+
+def test_ctrl_c_keeps_the_rows_that_finished(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text(json.dumps(ROW) + "\n{broken\n")
+    output = tmp_path / "out.jsonl"
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "osmosis_compat.cli.main", "eval", "-m", f"{AGENTS}:sleepy_loop", "-d", str(dataset),
+         "-o", str(output)],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(root)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for line in proc.stderr:  # the invalid row is reported while the sleepy one runs
+            if "row 1: invalid" in line:
+                break
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "interrupted" in out and "Interrupted: 1 of 2 row(s) finished." in err
+    assert [(r["row_index"], r["status"]) for r in lines(output)] == [(1, "invalid")]
