@@ -78,7 +78,7 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, list[Any], Any, str]:
     """Load the target, the dataset and the policy; raise :class:`_SetupError` with a readable reason."""
     from osmosis_compat.evaluation.dataset import DatasetError, read_dataset
     from osmosis_compat.legacy.exceptions import CLIError
-    from osmosis_compat.server.agents import AgentSpec, AgentSpecError
+    from osmosis_compat.server.agents import AgentSpec, AgentSpecError, url_safe_name
 
     from .targets import load_target
 
@@ -101,7 +101,7 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, list[Any], Any, str]:
         raise _SetupError("-d/--dataset is required with -m")
     try:
         target = load_target(module)
-        agent = AgentSpec.from_target(target)
+        agent = AgentSpec.from_target(target, name=url_safe_name(target.name))  # the name is only a label here
     except (CLIError, AgentSpecError) as exc:
         raise _SetupError(str(exc)) from exc
     protocol = agent.kind if args.via == "native" else args.via

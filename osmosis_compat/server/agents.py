@@ -13,13 +13,19 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["AgentSpec", "AgentSpecError", "EXPOSURES", "PROTOCOLS"]
+__all__ = ["AgentSpec", "AgentSpecError", "EXPOSURES", "PROTOCOLS", "url_safe_name"]
 
 PROTOCOLS = ("legacy", "workflow")
 #: ``native`` = the agent's own protocol; ``both`` = native plus the adapted one.
 EXPOSURES = ("native", "legacy", "workflow", "both")
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def url_safe_name(name: str) -> str:
+    """``name`` made usable as an agent name: runs of other characters become ``-`` (``"My agent"`` → ``"My-agent"``)."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", str(name)).strip("-._")[:128]
+    return safe or "agent"
 
 
 class AgentSpecError(ValueError):

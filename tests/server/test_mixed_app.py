@@ -137,3 +137,12 @@ async def test_one_agent_draining_first_does_not_cut_another_agents_model_call()
         await server.close()
     assert [c["status"] for c in gate.callbacks("busy")] == ["COMPLETED"]
     assert len(gate.chat_requests("busy")) == 1
+
+
+def test_url_safe_name_turns_free_text_into_an_agent_name() -> None:
+    from osmosis_compat.server.agents import url_safe_name
+
+    assert url_safe_name("My calc workflow!") == "My-calc-workflow"
+    assert url_safe_name("calc_v2.1") == "calc_v2.1"
+    assert url_safe_name("  ???  ") == "agent"
+    AgentSpec(url_safe_name("x" * 300 + " y"), loop=EchoLoop())  # always a valid name
