@@ -97,8 +97,8 @@ class RawChatClient:
         self.completions = self
 
     async def create(self, **kwargs: Any) -> Any:
-        from openai import AsyncStream, NotGiven, Omit
-        from openai.types.chat import ChatCompletion, ChatCompletionChunk
+        from openai import NotGiven, Omit
+        from openai.types.chat import ChatCompletion
 
         options: dict[str, Any] = {}
         for option, key in (("extra_headers", "headers"), ("extra_query", "params"), ("extra_body", "extra_json")):
@@ -119,7 +119,7 @@ class RawChatClient:
             body=body,
             options=options,
             stream=stream,
-            stream_cls=AsyncStream[ChatCompletionChunk] if stream else None,
+            stream_cls=chunk_stream_class() if stream else None,
         )
 
 
@@ -137,3 +137,41 @@ TRANSPORT_ENV = "OSMOSIS_COMPAT_MODEL_TRANSPORT"
 def litellm_transport_forced() -> bool:
     """Whether ``OSMOSIS_COMPAT_MODEL_TRANSPORT=litellm`` asks for upstream's litellm path."""
     return os.environ.get(TRANSPORT_ENV, "").strip().lower() == "litellm"
+
+
+#: How long to wait, after ``data: [DONE]``, for the body to end so the connection can be reused.
+_DRAIN_AFTER_DONE_S = 0.25
+_stream_class: type | None = None
+
+
+def chunk_stream_class() -> type:
+    """``AsyncStream[ChatCompletionChunk]`` that reads the body to its end before stopping at ``data: [DONE]``.
+
+    The OpenAI client stops reading at ``[DONE]`` and closes the response before the HTTP message is complete, so
+    httpx drops the connection and every streamed model call opens a new one. Reading on to the end of the body
+    (bounded by ``_DRAIN_AFTER_DONE_S``; a server that keeps the body open after ``[DONE]`` just loses the
+    connection, as before) lets the pooled connection be reused.
+    """
+    global _stream_class
+    if _stream_class is None:
+        from openai import AsyncStream
+        from openai.types.chat import ChatCompletionChunk
+
+        class _DrainingChunkStream(AsyncStream[ChatCompletionChunk]):  # type: ignore[misc]
+            async def _iter_events(self) -> Any:
+                events = self._decoder.aiter_bytes(self.response.aiter_bytes())
+                async for sse in events:
+                    if sse.data.startswith("[DONE]"):
+                        try:
+                            await asyncio.wait_for(_drain(events), _DRAIN_AFTER_DONE_S)
+                        except Exception:  # timeout or a broken tail: the connection is dropped, as before
+                            pass
+                    yield sse
+
+        _stream_class = _DrainingChunkStream
+    return _stream_class
+
+
+async def _drain(events: Any) -> None:
+    async for _ in events:
+        pass

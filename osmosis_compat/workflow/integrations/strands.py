@@ -23,6 +23,7 @@ from osmosis_compat.workflow.context import RolloutContext, SampleSource, get_ro
 from osmosis_compat.workflow.integrations._deferred_litellm import import_deferring_litellm
 from osmosis_compat.workflow.integrations._openai_client import (
     auth_headers_for,
+    chunk_stream_class,
     litellm_transport_forced,
     rollout_openai_client,
 )
@@ -147,8 +148,7 @@ class RolloutLiteLLMModel(LiteLLMModel):
         return base_url, client_args.get("api_key"), body, headers, request.get("extra_body")
 
     async def _post(self, fast: tuple[str, str | None, dict[str, Any], dict[str, str], Any], stream: bool) -> Any:
-        from openai import AsyncStream
-        from openai.types.chat import ChatCompletion, ChatCompletionChunk
+        from openai.types.chat import ChatCompletion
 
         base_url, api_key, body, headers, extra_body = fast
         options: dict[str, Any] = {"headers": {**headers, **auth_headers_for(api_key)}}
@@ -162,7 +162,7 @@ class RolloutLiteLLMModel(LiteLLMModel):
                 body=body,
                 options=options,
                 stream=True,
-                stream_cls=AsyncStream[ChatCompletionChunk],
+                stream_cls=chunk_stream_class(),
             )
         return await client.post("/chat/completions", cast_to=ChatCompletion, body=body, options=options)
 
