@@ -47,10 +47,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                           "(default: the only agent)")
 
 
-class ServeSetupError(Exception):
-    """The command line cannot be served (printed as ``Error: …``, exit 1)."""
-
-
 @dataclass
 class ServePlan:
     """What ``serve`` will run: the app (or, for a lone legacy loop, the loop for ``serve_agent_loop``)."""
@@ -86,8 +82,6 @@ def run(args: argparse.Namespace) -> int:
         print(plan.banner, flush=True)
         uvicorn.run(plan.app, host=args.host, port=args.port, log_level=args.log_level)
         return 0
-    except KeyboardInterrupt:
-        raise
     except Exception as exc:  # upstream: any failure → "Error: <msg>" and exit 1
         print(f"Error: {exc}", file=sys.stderr)
         return 1
