@@ -24,7 +24,7 @@ if TYPE_CHECKING:
         LoopResultError,
     )
     from .legacy_loop_workflow import LegacyLoopGrader, LegacyLoopWorkflow, LoopResultSource, loop_as_workflow
-    from .tool_schemas import ToolSchemaError, find_tools, openai_tool_schema, openai_tool_schemas
+    from .tool_schemas import ToolSchemaError, find_module_tools, find_tools, openai_tool_schema, openai_tool_schemas
     from .workflow_loop import WorkflowAgentLoop, workflow_as_loop
     from .workflow_chat_client import WorkflowChatClient
 
@@ -34,7 +34,9 @@ _MODULE_NAMES: dict[str, tuple[str, ...]] = {
         "AdaptedLoopError", "LoopModelCallError", "LoopModelTimeoutError", "LoopReportedError", "LoopResultError",
     ),
     ".legacy_loop_workflow": ("LegacyLoopGrader", "LegacyLoopWorkflow", "LoopResultSource", "loop_as_workflow"),
-    ".tool_schemas": ("ToolSchemaError", "find_tools", "openai_tool_schema", "openai_tool_schemas"),
+    ".tool_schemas": (
+        "ToolSchemaError", "find_module_tools", "find_tools", "openai_tool_schema", "openai_tool_schemas",
+    ),
     ".workflow_loop": ("WorkflowAgentLoop", "workflow_as_loop"),
     ".workflow_chat_client": ("WorkflowChatClient",),
 }

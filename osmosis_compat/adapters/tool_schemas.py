@@ -23,7 +23,14 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["ToolSchemaError", "find_tools", "is_tool", "openai_tool_schema", "openai_tool_schemas"]
+__all__ = [
+    "ToolSchemaError",
+    "find_module_tools",
+    "find_tools",
+    "is_tool",
+    "openai_tool_schema",
+    "openai_tool_schemas",
+]
 
 logger = logging.getLogger("osmosis_compat.adapters.tools")
 
@@ -183,4 +190,31 @@ def find_tools(config: Any) -> list[Any]:
             if isinstance(tools, (list, tuple)) and not isinstance(value, (str, bytes, Mapping)):
                 for item in tools:
                     add(item)
+    return found
+
+
+def find_module_tools(obj: Any) -> list[Any]:
+    """Tool objects bound at module level in the module that defines ``obj`` (a workflow class), in definition
+    order; the first tool of each name wins and objects that do not convert are skipped.
+
+    The fallback when neither ``tools=`` nor the workflow config names the tools: workflows usually define their
+    ``@tool`` / ``@function_tool`` functions next to the class and build their agent inside ``run()``.
+    """
+    import sys
+
+    module = sys.modules.get(getattr(obj, "__module__", "") or "")
+    if module is None:
+        return []
+    found: list[Any] = []
+    names: set[str] = set()
+    for value in list(vars(module).values()):
+        if isinstance(value, Mapping) or not is_tool(value):
+            continue
+        try:
+            name = openai_tool_schema(value)["function"]["name"]
+        except ToolSchemaError:
+            continue
+        if name not in names:
+            names.add(name)
+            found.append(value)
     return found

@@ -5,7 +5,8 @@ legacy TrainGate. Per rollout:
 
 1. **Tools** for the InitResponse: ``tools=`` if given, else every tool found in the workflow config
    (Strands ``@tool`` → ``tool_spec``; OpenAI Agents ``FunctionTool`` → ``params_json_schema``; OpenAI tool
-   dicts), converted to whole OpenAI function schemas (:mod:`.tool_schemas`).
+   dicts), else the tool objects (not dicts) defined at module level next to the workflow class; converted to
+   whole OpenAI function schemas (:mod:`.tool_schemas`).
 2. The workflow runs through the workflow API's own ``LocalBackend.run_workflow`` inside a workflow
    ``RolloutContext`` whose ``chat_completions_url`` is a route of the runtime's **streaming bridge**
    (:mod:`osmosis_compat.runtime.bridge`), so the framework integrations' model calls — streaming or not, tools
@@ -57,7 +58,7 @@ from osmosis_compat.workflow import (
 from osmosis_compat.workflow import RolloutContext as WorkflowRolloutContext
 
 from .chat_shape import to_chat_messages
-from .tool_schemas import find_tools, openai_tool_schemas
+from .tool_schemas import find_module_tools, find_tools, openai_tool_schemas
 
 __all__ = ["WorkflowAgentLoop", "workflow_as_loop"]
 
@@ -169,6 +170,14 @@ class WorkflowAgentLoop(RolloutAgentLoop):
         self.name = name or (config_name.strip() if isinstance(config_name, str) and config_name.strip() else None) \
             or self.backend.workflow_cls.__name__
         found = list(tools) if tools is not None else find_tools(self.backend.workflow_config)
+        if tools is None and not found:
+            found = find_module_tools(self.backend.workflow_cls)
+            if found:
+                logger.info(
+                    "%s: declaring the tools defined in %s (%s); pass tools=[...] to choose them explicitly",
+                    self.name, self.backend.workflow_cls.__module__,
+                    ", ".join(t["function"]["name"] for t in openai_tool_schemas(found)),
+                )
         self.tools = openai_tool_schemas(found)
         self.label_key = label_key
         self._warned_tools = False

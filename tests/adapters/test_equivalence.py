@@ -118,13 +118,17 @@ def _modern(module_name: str) -> Any:
 
 
 @pytest.mark.parametrize(
-    "module_name, workflow_name, grader_name",
+    "module_name, workflow_name, grader_name, explicit_tools",
     [
-        ("strands_calculator", "StrandsCalculatorWorkflow", "StrandsCalculatorGrader"),
-        ("openai_agents_calculator", "OpenAIAgentsCalculatorWorkflow", "OpenAIAgentsCalculatorGrader"),
+        # tools found next to the workflow class (module level) …
+        ("strands_calculator", "StrandsCalculatorWorkflow", "StrandsCalculatorGrader", False),
+        # … or given explicitly
+        ("openai_agents_calculator", "OpenAIAgentsCalculatorWorkflow", "OpenAIAgentsCalculatorGrader", True),
     ],
 )
-async def test_modern_example_native_vs_adapted_loop(module_name: str, workflow_name: str, grader_name: str) -> None:
+async def test_modern_example_native_vs_adapted_loop(
+    module_name: str, workflow_name: str, grader_name: str, explicit_tools: bool
+) -> None:
     module = _modern(module_name)
     workflow, grader = getattr(module, workflow_name), getattr(module, grader_name)
     rows = [("Compute (2 + 3) * 4", "20"), ("What is 6 * 7?", "41")]
@@ -138,7 +142,8 @@ async def test_modern_example_native_vs_adapted_loop(module_name: str, workflow_
                                                   label=truth, timeout=30)
             assert record.grader["status"] == "success", record.grader
             native.append((record.chat_requests[-1].body["messages"], record.rewards["calculator"]))
-    loop = workflow_as_loop(workflow, grader=grader, tools=[module.add, module.multiply], name="calculator")
+    tools = [module.add, module.multiply] if explicit_tools else None
+    loop = workflow_as_loop(workflow, grader=grader, tools=tools, name="calculator")
     adapted = []
     async with FakeTrainGate().serve_async() as gate, await serve_app_async(create_app(loop)) as server:
         for i, (question, truth) in enumerate(rows):

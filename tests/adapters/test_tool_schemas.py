@@ -150,3 +150,16 @@ def test_find_tools_in_a_workflow_config() -> None:
     assert find_tools(config) == [strands_tool, agents_tool]
     assert find_tools({"t": strands_tool}) == [strands_tool]
     assert find_tools(None) == []
+
+
+def test_find_module_tools_next_to_a_workflow_class() -> None:
+    import sys
+
+    from osmosis_compat.adapters import find_module_tools
+
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[2] / "examples" / "modern"))
+    import strands_calculator
+
+    found = find_module_tools(strands_calculator.StrandsCalculatorWorkflow)
+    assert [openai_tool_schema(t)["function"]["name"] for t in found] == ["add", "multiply"]
+    assert find_module_tools(int) == []  # builtins: no tools
