@@ -14,8 +14,9 @@ trace processors installed). Rollouts thus never try to export traces to api.ope
 Call ``agents.set_tracing_disabled(False)`` after the import to turn it back on.
 
 Model calls go through one pooled ``AsyncOpenAI`` client per loop and endpoint (``OpenAIChatCompletionsModel``
-streaming, as upstream's ``get_response`` streamed) instead of ``litellm.acompletion``; settings that only
-litellm understands (``ModelSettings.extra_args``) take the litellm path unchanged. See ``docs/integrations.md``.
+streaming, as upstream's ``get_response`` streamed) instead of ``litellm.acompletion``; settings that litellm
+handles its own way (``extra_args``, ``metadata``, ``reasoning``…) take the litellm path unchanged.
+See ``docs/integrations.md``.
 """
 
 from __future__ import annotations
@@ -208,7 +209,8 @@ class OsmosisLitellmModel(LitellmModel):
     ``x-rollout-id`` to every call.
 
     ``get_response`` is served from ``stream_response`` (the controller sees streaming requests, as upstream).
-    Both go through a pooled ``AsyncOpenAI`` client unless ``ModelSettings.extra_args`` asks for litellm options,
+    Both go through a pooled ``AsyncOpenAI`` client unless the settings need litellm (``extra_args``, ``metadata``,
+    ``reasoning``, ``verbosity``, ``store``, prompt-cache options) or ``OSMOSIS_COMPAT_MODEL_TRANSPORT=litellm``,
     in which case ``LitellmModel``'s own litellm path runs (with the same headers).
     """
 
@@ -257,7 +259,7 @@ class OsmosisLitellmModel(LitellmModel):
     ) -> AsyncIterator[TResponseStreamEvent]:
         """Stream one model call (pooled client; litellm only for ``extra_args``)."""
         headers = self._merge_headers(model_settings)
-        if model_settings.extra_args or litellm_transport_forced():
+        if litellm_transport_forced() or _needs_litellm(model_settings):
             stream = super().stream_response(
                 system_instructions, input, model_settings, tools, output_schema, handoffs, tracing,
                 previous_response_id=previous_response_id, conversation_id=conversation_id, prompt=prompt,
@@ -313,6 +315,17 @@ class OsmosisLitellmModel(LitellmModel):
             ),
             response_id=None,
         )
+
+
+#: ``ModelSettings`` fields that LitellmModel and the chat-completions model put on the wire differently (litellm
+#: consumes ``metadata`` itself, LitellmModel does not send the others or maps them its own way).
+_LITELLM_SETTINGS = ("extra_args", "metadata", "verbosity", "prompt_cache_retention", "prompt_cache_options", "store",
+                     "reasoning")
+
+
+def _needs_litellm(model_settings: ModelSettings) -> bool:
+    """Whether these settings must go through litellm to reach the wire as upstream sent them."""
+    return any(getattr(model_settings, name, None) not in (None, {}) for name in _LITELLM_SETTINGS)
 
 
 def _stamp_provider_model(output: list[Any]) -> None:

@@ -52,14 +52,14 @@ _PLACEHOLDER_ERROR = (
 
 #: ``client_args`` keys the pooled-client path understands; anything else goes through litellm.
 _FAST_CLIENT_ARGS = frozenset({"api_base", "base_url", "api_key", "extra_headers", "headers"})
-#: Request keys sent as-is in the chat-completions body (OpenAI parameters litellm forwards untouched for the
-#: ``openai/`` provider). A request with any other key takes the litellm path.
+#: Request keys sent as-is in the chat-completions body: the common OpenAI chat parameters, which litellm forwards
+#: untouched for the ``openai/`` provider. A request with any other key (parameters litellm may translate, drop or
+#: reject per model) takes the litellm path, so it behaves exactly as upstream.
 _BODY_KEYS = frozenset(
     {
         "messages", "model", "stream", "stream_options", "tools", "tool_choice", "temperature", "top_p",
         "max_tokens", "max_completion_tokens", "stop", "seed", "n", "presence_penalty", "frequency_penalty",
-        "logit_bias", "logprobs", "top_logprobs", "user", "response_format", "parallel_tool_calls",
-        "reasoning_effort", "service_tier", "prediction", "modalities", "audio", "store",
+        "logit_bias", "logprobs", "top_logprobs", "response_format", "parallel_tool_calls",
     }
 )
 #: Request keys that are client options rather than body fields.

@@ -199,3 +199,71 @@ async def test_transport_switch_sends_every_call_through_litellm(controller, mon
     for chat in [*strands_requests, *controller.chat_requests("switch-agents")]:
         assert chat.headers["x-stainless-raw-response"] == "true"  # litellm made the call
         assert chat.sample_id == "calc" and chat.headers["authorization"] == "Bearer ctrl-key"
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"stop": ["\n\n"], "seed": 7, "presence_penalty": 0.1, "frequency_penalty": 0.2,
+         "parallel_tool_calls": False, "max_completion_tokens": 64},
+        {"temperature": 0.0, "logprobs": True, "top_logprobs": 2, "n": 1},
+    ],
+)
+async def test_common_openai_params_reach_the_wire_as_litellm_sent_them(controller, params) -> None:
+    from strands.models.litellm import LiteLLMModel
+
+    tag = "-".join(sorted(params))[:40]
+
+    def upstream(ctx: RolloutContext) -> LiteLLMModel:
+        return LiteLLMModel(
+            client_args={"api_base": ctx.chat_completions_url, "api_key": ctx.api_key,
+                         "extra_headers": {"x-sample-id": "calc", "x-rollout-id": ctx.rollout_id}},
+            model_id="openai/osmosis-rollout", params=params,
+        )
+
+    theirs = await _run(controller, f"p-litellm-{tag}", upstream)
+    ours = await _run(controller, f"p-pooled-{tag}", lambda ctx: OsmosisRolloutModel(params=params))
+    assert [r.body for r in ours] == [r.body for r in theirs]
+    assert "x-stainless-raw-response" not in ours[0].headers  # and ours did not go through litellm
+
+
+@pytest.mark.parametrize(
+    "settings, via_litellm",
+    [
+        ({"top_p": 0.9, "frequency_penalty": 0.1, "presence_penalty": 0.2, "tool_choice": "auto",
+          "parallel_tool_calls": True}, False),
+        ({"metadata": {"run": "x"}}, True),  # litellm keeps metadata for itself: only its path sends it as upstream
+    ],
+)
+async def test_agents_settings_reach_the_wire_as_upstream_sent_them(controller, settings, via_litellm) -> None:
+    from agents import Agent, ModelSettings, Runner
+    from agents.extensions.models.litellm_model import LitellmModel
+
+    from osmosis_compat.workflow.integrations.openai_agents import (
+        OsmosisAgent,
+        OsmosisMemorySession,
+        OsmosisRolloutModel,
+    )
+    from tests.workflow.integrations.flows import oa_add
+
+    tag = "-".join(sorted(settings))[:30]
+    with RolloutContext(chat_completions_url=controller.chat_completions_url, api_key="ctrl-key", rollout_id=f"up-{tag}"):
+        reference = Agent(
+            name="calc", tools=[oa_add],
+            model=LitellmModel(model="openai/osmosis-rollout", base_url=controller.chat_completions_url,
+                               api_key="ctrl-key"),
+            model_settings=ModelSettings(**settings, extra_headers={"x-sample-id": "calc", "x-rollout-id": f"up-{tag}"}),
+        )
+        await Runner.run(reference, "What is 2 + 3?", session=OsmosisMemorySession(name="calc"))
+    with RolloutContext(chat_completions_url=controller.chat_completions_url, api_key="ctrl-key", rollout_id=f"our-{tag}"):
+        agent = OsmosisAgent(name="calc", tools=[oa_add], model=OsmosisRolloutModel(),
+                             model_settings=ModelSettings(**settings))
+        await Runner.run(agent, "What is 2 + 3?", session=OsmosisMemorySession(name="calc"))
+
+    theirs, ours = controller.chat_requests(f"up-{tag}"), controller.chat_requests(f"our-{tag}")
+    assert len(ours) == len(theirs) == 2
+    for mine, ref in zip(ours, theirs):
+        # upstream's LitellmModel.get_response was non-streaming here; upstream's Osmosis model streamed
+        assert {k: v for k, v in mine.body.items() if k != "stream"} == ref.body
+        assert mine.body["stream"] is True
+        assert ("x-stainless-raw-response" in mine.headers) is via_litellm
