@@ -167,8 +167,9 @@ class WorkflowAgentLoop(RolloutAgentLoop):
             workflow=workflow, workflow_config=workflow_config, grader=grader, grader_config=grader_config
         )
         config_name = getattr(self.backend.workflow_config, "name", None)
-        self.name = name or (config_name.strip() if isinstance(config_name, str) and config_name.strip() else None) \
-            or self.backend.workflow_cls.__name__
+        if not name and isinstance(config_name, str) and config_name.strip():
+            name = config_name.strip()
+        self.name = name or self.backend.workflow_cls.__name__
         found = list(tools) if tools is not None else find_tools(self.backend.workflow_config)
         if tools is None and not found:
             found = find_module_tools(self.backend.workflow_cls)
@@ -181,6 +182,7 @@ class WorkflowAgentLoop(RolloutAgentLoop):
         self.tools = openai_tool_schemas(found)
         self.label_key = label_key
         self._warned_tools = False
+        self._warned_samples = False
 
     def get_tools(self, request: RolloutRequest) -> list[dict[str, Any]]:
         """The workflow's tools as OpenAI function schemas (fixed at construction)."""
@@ -240,9 +242,11 @@ class WorkflowAgentLoop(RolloutAgentLoop):
                 "the workflow registered no sample: build its agents with OsmosisStrandsAgent / OsmosisAgent + "
                 "OsmosisMemorySession, or register a SampleSource"
             )
-        if len(samples) > 1:
+        if len(samples) > 1 and not self._warned_samples:
+            self._warned_samples = True
             logger.warning(
-                "%s: the workflow produced %d samples %s; a legacy rollout carries one, so only %r is sent",
+                "%s: the workflow produced %d samples %s; a legacy rollout carries one, so only the first (%r) is "
+                "sent. Logged once.",
                 self.name, len(samples), list(samples), next(iter(samples)),
             )
         sample_id, sample = next(iter(samples.items()))

@@ -142,3 +142,13 @@ def test_bad_tools_are_rejected_at_construction() -> None:
         workflow_as_loop(OpenAIClientWorkflow, tools=[{"name": ""}])
     with pytest.raises(TypeError):
         workflow_as_loop("tests.adapters.workflows:ADD_TOOL")
+
+
+async def test_several_samples_send_the_first(caplog: pytest.LogCaptureFixture) -> None:
+    from tests.adapters.workflows import TwoSamplesWorkflow
+
+    loop = workflow_as_loop(TwoSamplesWorkflow, tools=[])
+    record = await _run(loop)
+    assert record.status == "COMPLETED"
+    assert record.final_messages[-1] == {"role": "assistant", "content": "1"}
+    assert any("only the first ('first')" in r.getMessage() for r in caplog.records)

@@ -110,3 +110,12 @@ class LabelInAnswerGrader(Grader):
 class BrokenGrader(Grader):
     async def grade(self, ctx: Any) -> None:
         raise ValueError("grader boom")
+
+
+class TwoSamplesWorkflow(AgentWorkflow):
+    """Registers two samples without calling the model (a legacy rollout can carry only the first)."""
+
+    async def run(self, ctx: Any) -> None:
+        rollout = get_rollout_context()
+        rollout.register_sample_source("first", MessagesSource([*ctx.prompt, {"role": "assistant", "content": "1"}]))
+        rollout.register_sample_source("second", MessagesSource([*ctx.prompt, {"role": "assistant", "content": "2"}]))
