@@ -94,6 +94,7 @@ class RolloutEngine:
         self.abort_timeout_seconds = abort_timeout_seconds
         self.keep_completed = keep_completed
         self._records: dict[str, _Record] = {}
+        self._running: dict[asyncio.Task[None], _Record] = {}
         self._closing = False
         self._cleanup_task: asyncio.Task[None] | None = None
 
@@ -133,6 +134,7 @@ class RolloutEngine:
             raise
         record.admission = admission
         record.task = loop.create_task(self._run(record, admission, run), name=f"rollout:{key}")
+        self._running[record.task] = record
         record.future.set_result(value)
         return Submission(value=value, created=True, admission=admission)
 
@@ -148,17 +150,30 @@ class RolloutEngine:
             logger.exception("Rollout %s: unhandled error escaped the rollout task", admission.key)
         finally:
             admission.finished_at = time.monotonic()
+            if record.task is not None:
+                self._running.pop(record.task, None)
             record.task = None
             record.completed_at = admission.finished_at
             if not self.keep_completed and self._records.get(admission.key) is record:
                 del self._records[admission.key]
+
+    def release(self, admission: Admission) -> None:
+        """Let ``admission.key`` be submitted again before this rollout's task has returned.
+
+        For protocols that forget finished keys (``keep_completed=False``): call it just before sending the
+        rollout's terminal result, so a controller that resubmits the moment it hears back is admitted, not
+        answered "already running". The task itself stays tracked (health, shutdown) until it returns.
+        """
+        record = self._records.get(admission.key)
+        if not self.keep_completed and record is not None and record.admission is admission:
+            del self._records[admission.key]
 
     # -- inspection ------------------------------------------------------------------------------------------
 
     @property
     def active_count(self) -> int:
         """Rollouts admitted and not finished (running or waiting for a slot)."""
-        return sum(1 for r in self._records.values() if r.task is not None)
+        return len(self._running)
 
     @property
     def completed_count(self) -> int:
@@ -217,7 +232,7 @@ class RolloutEngine:
             self._cleanup_task.cancel()
             await asyncio.gather(self._cleanup_task, return_exceptions=True)
             self._cleanup_task = None
-        in_flight = {r.task: r for r in self._records.values() if r.task is not None}
+        in_flight = dict(self._running)
         if not in_flight:
             return
         logger.info("Shutdown: draining %d in-flight rollout(s) for up to %.1fs", len(in_flight), self.drain_timeout_seconds)

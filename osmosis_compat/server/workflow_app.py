@@ -163,6 +163,11 @@ class _WorkflowRollouts:
         return ControllerAuth(api_key=request.controller_api_key).as_bearer_headers()
 
     async def _post(self, request: RolloutInitRequest, ledger: CallbackLedger, kind: str, url: str, payload: Any) -> None:
+        if kind == (GRADER if request.grader_callback_url else COMPLETION):
+            # The terminal callback: a controller may resubmit this rollout_id the moment it arrives.
+            admission = self.engine.get(request.rollout_id)
+            if admission is not None and admission.context.get("ledger") is ledger:
+                self.engine.release(admission)
         await self.sender.send(
             url,
             payload,
