@@ -27,6 +27,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import logging
+
+    logging.basicConfig(level=logging.WARNING)
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     if not (args.examples / "legacy").is_dir():
         print(f"Error: examples not found at {args.examples}; run from a checkout or pass --examples", file=sys.stderr)
         return 1
@@ -50,6 +54,12 @@ def read_rows(path: Path, limit: int) -> list[dict[str, Any]]:
 async def _run_all(args: argparse.Namespace) -> list[dict[str, Any]]:
     results = []
     results += await _legacy_demo(args)
+    for filename, title in (
+        ("strands_calculator.py", "Strands workflow + grader (examples/modern/strands_calculator.py) over /rollout"),
+        ("openai_agents_calculator.py",
+         "OpenAI Agents workflow + grader (examples/modern/openai_agents_calculator.py) over /rollout"),
+    ):
+        results += await _workflow_demo(args, filename, title)
     return results
 
 
@@ -76,6 +86,35 @@ async def _legacy_demo(args: argparse.Namespace) -> list[dict[str, Any]]:
     return results
 
 
+async def _workflow_demo(args: argparse.Namespace, filename: str, title: str) -> list[dict[str, Any]]:
+    from osmosis_compat.cli.targets import load_target
+    from osmosis_compat.server.workflow_app import create_rollout_server
+    from osmosis_compat.testing import FakeWorkflowController, ScriptedPolicy, serve_app
+
+    _section(title)
+    target = load_target(str(args.examples / "modern" / filename))
+    rows = read_rows(args.examples / "modern" / "data" / "calculator.jsonl", args.rows)
+    results = []
+    app = create_rollout_server(backend=target.backend(), configure_logging=False)
+    with FakeWorkflowController(ScriptedPolicy()).serve() as controller, serve_app(app) as server:
+        for index, row in enumerate(rows):
+            record = await controller.run_rollout(
+                server.url,
+                rollout_id=f"demo-{target.name}-{index}",
+                initial_messages=_prompt(row),
+                label=row["ground_truth"],
+                timeout=60,
+            )
+            samples = (record.grader or {}).get("samples") or {}
+            messages = next(iter(samples.values()), {}).get("messages", []) if samples else []
+            rewards = record.rewards
+            reward = next(iter(rewards.values()), None) if rewards else None
+            status = (record.grader or {}).get("status")
+            _report(args, f"{target.name} #{index}", row, messages, reward, status)
+            results.append({"ok": status == "success" and reward == 1.0})
+    return results
+
+
 def _prompt(row: dict[str, Any]) -> list[dict[str, Any]]:
     return [
         {"role": "system", "content": row["system_prompt"]},
@@ -97,8 +136,26 @@ def _report(args: argparse.Namespace, label: str, row: dict[str, Any], messages:
 
 
 def format_message(message: dict[str, Any]) -> str:
-    """One transcript line for a chat-completions message."""
+    """One transcript line for a message in chat-completions, Strands or OpenAI Agents (Responses item) shape."""
+    kind = message.get("type")
+    if kind == "function_call":
+        return f"{'assistant':>9}: -> {message.get('name')}({message.get('arguments')})"
+    if kind == "function_call_output":
+        return f"{'tool':>9}: {message.get('output')}"
     role = message.get("role", "?")
+    content = message.get("content")
+    if isinstance(content, list) and any(isinstance(b, dict) and ("toolUse" in b or "toolResult" in b) for b in content):
+        parts = []
+        for block in content:
+            if "toolUse" in block:
+                use = block["toolUse"]
+                parts.append(f"-> {use.get('name')}({json.dumps(use.get('input'))})")
+            elif "toolResult" in block:
+                texts = [c.get("text", c.get("json")) for c in block["toolResult"].get("content", [])]
+                parts.append(" ".join(str(t) for t in texts))
+            elif "text" in block:
+                parts.append(block["text"])
+        return f"{('tool' if role == 'user' else role):>9}: {' '.join(parts)}"
     if message.get("tool_calls"):
         calls = ", ".join(
             f"{c.get('function', {}).get('name')}({c.get('function', {}).get('arguments')})"

@@ -41,6 +41,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit code (0 ok, 1 failure, 2 usage error)."""
+    import os
+    import warnings
+
+    # As upstream's CLI: library warnings (e.g. pydantic/FastAPI deprecations) are not the user's concern
+    # unless they ask with PYTHONWARNINGS.
+    if not os.environ.get("PYTHONWARNINGS"):
+        warnings.simplefilter("ignore")
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
