@@ -63,21 +63,20 @@ async def main_async(n: int) -> None:
     proc = start_server(SERVER.format(port=port), port)
     url = f"http://127.0.0.1:{port}"
     gate = FakeTrainGate(ScriptedPolicy())
-    handle = await gate.serve_async()
     try:
-        await drive(gate, url, "What is 2 + 3?", 20, 4, "warm")  # warm-up
-        rows = []
-        for label, prompt, calls in (("2-call", "What is 2 + 3?", 2), ("3-call", "Compute (2 + 3) * 4", 3)):
-            for concurrency in (1, 50):
-                tag = f"{label}-c{concurrency}"
-                cpu_before = cpu_seconds(proc.pid)
-                wall = await drive(gate, url, prompt, n, concurrency, tag)
-                cpu_ms = (cpu_seconds(proc.pid) - cpu_before) * 1000 / n
-                gaps = gaps_ms(gate, tag)
-                rows.append((label, concurrency, n / wall, cpu_ms, median(gaps), percentile(gaps, 99)))
-        rss = peak_rss_mb(proc.pid)
+        async with gate.serve_async():
+            await drive(gate, url, "What is 2 + 3?", 20, 4, "warm")  # warm-up
+            rows = []
+            for label, prompt, calls in (("2-call", "What is 2 + 3?", 2), ("3-call", "Compute (2 + 3) * 4", 3)):
+                for concurrency in (1, 50):
+                    tag = f"{label}-c{concurrency}"
+                    cpu_before = cpu_seconds(proc.pid)
+                    wall = await drive(gate, url, prompt, n, concurrency, tag)
+                    cpu_ms = (cpu_seconds(proc.pid) - cpu_before) * 1000 / n
+                    gaps = gaps_ms(gate, tag)
+                    rows.append((label, concurrency, n / wall, cpu_ms, median(gaps), percentile(gaps, 99)))
+            rss = peak_rss_mb(proc.pid)
     finally:
-        await handle.close()
         stop(proc)
 
     print(f"{'rollout':8} {'conc':>5} {'rollouts/s':>11} {'vs upstream':>11} {'server CPU ms':>14} "
