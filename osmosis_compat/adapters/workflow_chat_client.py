@@ -21,10 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import pydantic
-
 from osmosis_compat.legacy.completions import CompletionsResult
 from osmosis_compat.legacy.config import RolloutClientSettings, get_settings
+from osmosis_compat.legacy.llm_calls import LLMCallStats, chat_turn
 from osmosis_compat.legacy.exceptions import (
     OsmosisServerError,
     OsmosisTimeoutError,
@@ -35,7 +34,6 @@ from osmosis_compat.legacy.schemas import CompletionsRequest, RolloutMetrics
 from osmosis_compat.legacy.utils import normalize_stop
 from osmosis_compat.runtime.delivery import DeliveryPolicy, ErrorFactory
 from osmosis_compat.runtime.http import ClientSettings
-from osmosis_compat.runtime.messages import MalformedReplyError
 from osmosis_compat.runtime.policy import PolicyClient, WorkflowDialect
 from osmosis_compat.runtime.retry import Backoff
 
@@ -104,10 +102,7 @@ class WorkflowChatClient:
                 errors=_ERRORS,
             )
         )
-        self._llm_latency_ms = 0.0
-        self._num_llm_calls = 0
-        self._prompt_tokens = 0
-        self._response_tokens = 0
+        self._stats = LLMCallStats()
 
     def build_body(self, messages: list[dict[str, Any]], **kwargs: Any) -> dict[str, Any]:
         """The request body for ``chat_completions(messages, **kwargs)`` (raises like the legacy client on bad
@@ -133,34 +128,8 @@ class WorkflowChatClient:
     async def chat_completions(self, messages: list[dict[str, Any]], **kwargs: Any) -> CompletionsResult:
         """One model turn through the workflow controller (see the class docstring)."""
         body = self.build_body(messages, **kwargs)
-        try:
-            call = await self._policy.chat(self._dialect, body)
-        except MalformedReplyError as exc:
-            raise OsmosisValidationError(f"Invalid chat completion from the controller: {exc}", 200) from exc
-        except (ValueError, TypeError) as exc:
-            if isinstance(exc, (OsmosisValidationError, pydantic.ValidationError)):
-                raise
-            # A 200 whose body is not JSON.
-            raise OsmosisValidationError(f"Invalid chat completion from the controller: {exc}", 200) from exc
-        reply = call.reply
-        usage = reply.usage
-        self._llm_latency_ms += call.latency_ms
-        self._num_llm_calls += 1
-        self._prompt_tokens += int(usage.get("prompt_tokens", 0) or 0)
-        self._response_tokens += int(usage.get("completion_tokens", 0) or 0)
-        return CompletionsResult(
-            message=reply.message,
-            token_ids=reply.raw.get("token_ids", []) or [],
-            logprobs=reply.raw.get("logprobs", []) if isinstance(reply.raw.get("logprobs"), list) else [],
-            usage=usage,
-            finish_reason=reply.finish_reason,
-        )
+        return await chat_turn(self._policy, self._dialect, body, self._stats, peer="the controller")
 
     def get_metrics(self) -> RolloutMetrics:
         """The LLM counters of this rollout (latency, calls, prompt/response tokens)."""
-        return RolloutMetrics(
-            llm_latency_ms=self._llm_latency_ms,
-            num_llm_calls=self._num_llm_calls,
-            prompt_tokens=self._prompt_tokens,
-            response_tokens=self._response_tokens,
-        )
+        return self._stats.metrics()

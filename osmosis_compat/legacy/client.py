@@ -16,15 +16,13 @@ import logging
 import threading
 from typing import Any
 
-import pydantic
-
 from osmosis_compat.runtime.delivery import DeliveryPolicy, ErrorFactory, post_json
 from osmosis_compat.runtime.http import ClientSettings, get_client
-from osmosis_compat.runtime.messages import MalformedReplyError
 from osmosis_compat.runtime.policy import LegacyDialect, PolicyClient
 from osmosis_compat.runtime.retry import Backoff
 
 from .completions import CompletionsResult
+from .llm_calls import LLMCallStats, chat_turn
 from .config import RolloutClientSettings, get_settings
 from .exceptions import OsmosisServerError, OsmosisTimeoutError, OsmosisTransportError, OsmosisValidationError
 from .schemas import CompletionsRequest, RolloutMetrics, RolloutResponse, RolloutStatus
@@ -110,10 +108,7 @@ class OsmosisLLMClient:
         self._max_keepalive_connections = settings.max_keepalive_connections
         self._retry_base_delay = settings.retry_base_delay
         self._retry_max_delay = settings.retry_max_delay
-        self._llm_latency_ms = 0.0
-        self._num_llm_calls = 0
-        self._prompt_tokens = 0
-        self._response_tokens = 0
+        self._stats = LLMCallStats()
         self._closed = False
 
         self._client_settings = ClientSettings(
@@ -192,25 +187,7 @@ class OsmosisLLMClient:
             stop=normalize_stop(stop),
             logprobs=logprobs,
         ).model_dump(mode="json", exclude_none=True)
-        try:
-            call = await self._chat.chat(self._dialect, body)
-        except (MalformedReplyError, ValueError) as exc:
-            if isinstance(exc, (OsmosisValidationError, pydantic.ValidationError)):
-                raise
-            raise OsmosisValidationError(f"Invalid chat completion from TrainGate: {exc}", 200) from exc
-        reply = call.reply
-        usage = reply.usage
-        self._llm_latency_ms += call.latency_ms
-        self._num_llm_calls += 1
-        self._prompt_tokens += int(usage.get("prompt_tokens", 0) or 0)
-        self._response_tokens += int(usage.get("completion_tokens", 0) or 0)
-        return CompletionsResult(
-            message=reply.message,
-            token_ids=reply.raw.get("token_ids", []) or [],
-            logprobs=reply.raw.get("logprobs", []) or [],
-            usage=usage,
-            finish_reason=reply.finish_reason,
-        )
+        return await chat_turn(self._chat, self._dialect, body, self._stats, peer="TrainGate")
 
     async def complete_rollout(
         self,
@@ -245,9 +222,21 @@ class OsmosisLLMClient:
 
     def get_metrics(self) -> RolloutMetrics:
         """The LLM counters of this rollout (latency, calls, prompt/response tokens)."""
-        return RolloutMetrics(
-            llm_latency_ms=self._llm_latency_ms,
-            num_llm_calls=self._num_llm_calls,
-            prompt_tokens=self._prompt_tokens,
-            response_tokens=self._response_tokens,
-        )
+        return self._stats.metrics()
+
+    # upstream's private counters, kept readable for code that inspected them
+    @property
+    def _llm_latency_ms(self) -> float:
+        return self._stats.llm_latency_ms
+
+    @property
+    def _num_llm_calls(self) -> int:
+        return self._stats.num_llm_calls
+
+    @property
+    def _prompt_tokens(self) -> int:
+        return self._stats.prompt_tokens
+
+    @property
+    def _response_tokens(self) -> int:
+        return self._stats.response_tokens
