@@ -1,16 +1,19 @@
 """Static checks of an agent loop before serving it (spec/legacy-protocol.md §2.16).
 
 ``validate_agent_loop`` really calls ``get_tools`` with a sample request and reports problems as
-:class:`ValidationError` items (errors make the loop invalid, warnings do not). ``ValidationError`` and
-``ValidationResult`` are plain dataclasses shared with the workflow validator.
+:class:`ValidationError` items (errors make the loop invalid, warnings do not). ``ValidationError`` is
+the one finding class both validators use (``osmosis_compat.runtime.validation``); ``ValidationResult`` is the
+shared result whose ``raise_if_invalid`` raises the legacy ``AgentLoopValidationError``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-from dataclasses import dataclass, field
 from typing import Any, Optional
+
+from osmosis_compat.runtime.validation import ValidationError
+from osmosis_compat.runtime.validation import ValidationResult as _SharedValidationResult
 
 from .exceptions import AgentLoopValidationError
 from .schemas import OpenAIFunctionToolSchema, RolloutRequest, normalize_tools
@@ -18,45 +21,13 @@ from .schemas import OpenAIFunctionToolSchema, RolloutRequest, normalize_tools
 __all__ = ["AgentLoopValidationError", "ValidationError", "ValidationResult", "validate_agent_loop"]
 
 
-@dataclass
-class ValidationError:
-    """One finding: a stable ``code``, a readable ``message``, the ``field`` it concerns and optional details.
-
-    ``str()`` is ``[CODE] field: message`` (or ``[CODE] message`` without a field).
-    """
-
-    code: str
-    message: str
-    field: Optional[str] = None
-    details: Optional[dict[str, Any]] = None
-
-    def __str__(self) -> str:
-        if self.field:
-            return f"[{self.code}] {self.field}: {self.message}"
-        return f"[{self.code}] {self.message}"
-
-
-@dataclass
-class ValidationResult:
-    """Outcome of a validation: truthy when ``valid``; ``raise_if_invalid()`` turns errors into an exception."""
-
-    valid: bool
-    errors: list[ValidationError] = field(default_factory=list)
-    warnings: list[ValidationError] = field(default_factory=list)
-    agent_name: Optional[str] = None
-    tool_count: int = 0
-
-    def __bool__(self) -> bool:
-        return self.valid
+class ValidationResult(_SharedValidationResult):
+    """The shared result, raising the legacy ``AgentLoopValidationError`` (upstream's message)."""
 
     def raise_if_invalid(self) -> None:
         """Raise ``AgentLoopValidationError`` listing every error when the result is not valid."""
-        if self.valid:
-            return
-        lines = "\n".join(f"  - {error}" for error in self.errors)
-        raise AgentLoopValidationError(
-            f"Agent loop validation failed with {len(self.errors)} error(s):\n{lines}", errors=list(self.errors)
-        )
+        if not self.valid:
+            raise AgentLoopValidationError(self.failure_message("Agent loop"), errors=list(self.errors))
 
 
 def _default_request() -> RolloutRequest:

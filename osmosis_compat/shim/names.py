@@ -96,8 +96,9 @@ CLASHES = {
     "MessageDict": f"{WORKFLOW}.types",
 }
 """Names both APIs export at ``osmosis_ai.rollout``: the legacy one wins there; the workflow one lives at the
-module given here (``from osmosis_ai.rollout.context import RolloutContext``). ``ValidationError`` /
-``ValidationResult`` are one shared superset class, so they do not clash."""
+module given here (``from osmosis_ai.rollout.context import RolloutContext``). ``ValidationError`` is
+one class shared by both validators; the legacy ``ValidationResult`` subclasses the shared one, so they do not
+clash."""
 
 OSMOSIS_AI_NAMES = (
     "CompletionsResult", "InitResponse", "MissingAPIKeyError", "ModelNotFoundError", "OpenAIFunctionToolSchema",

@@ -7,7 +7,7 @@ import inspect
 from typing import Any
 
 # One ValidationError/ValidationResult for both APIs (the legacy dataclasses are the superset).
-from osmosis_compat.legacy.validator import ValidationError, ValidationResult
+from osmosis_compat.runtime.validation import ValidationError, ValidationResult
 from osmosis_compat.workflow.agent_workflow import AgentWorkflow
 from osmosis_compat.workflow.grader import Grader
 
