@@ -453,6 +453,19 @@ def add_imports(module: cst.Module, wanted: Sequence[ImportSpec]) -> cst.Module:
         extra = [n for n in missing.pop(mod) if n not in present]
         if not extra:
             continue
+        separator = names[0].comma if len(names) > 1 else None
+        if (
+            imp.lpar is not None
+            and isinstance(separator, cst.Comma)
+            and isinstance(separator.whitespace_after, cst.ParenthesizedWhitespace)
+        ):
+            # One name per line: new names get their own lines, and the trailing-comma style is kept.
+            trailing = names[-1].comma
+            names[-1] = names[-1].with_changes(comma=separator)
+            for j, n in enumerate(extra):
+                names.append(cst.ImportAlias(name=cst.Name(n), comma=trailing if j == len(extra) - 1 else separator))
+            body[i] = stmt.with_changes(body=[imp.with_changes(names=names)])
+            continue
         if names and names[-1].comma is cst.MaybeSentinel.DEFAULT and imp.lpar is None:
             names[-1] = names[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         elif names and imp.lpar is not None and names[-1].comma is cst.MaybeSentinel.DEFAULT:
