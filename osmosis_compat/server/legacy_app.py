@@ -153,6 +153,7 @@ def create_app(
             )
             try:
                 result = await agent_loop.run(ctx)
+                admission.outcome = result  # kept for protocols that let the controller pull results
                 await llm.complete_rollout(
                     status=result.status,
                     final_messages=result.final_messages,

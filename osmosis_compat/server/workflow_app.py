@@ -136,9 +136,11 @@ class _WorkflowRollouts:
             )
 
             async def on_workflow_complete(result: ExecutionResult) -> None:
+                admission.outcome = result  # kept for protocols that let the controller pull results
                 await self.send_completion(request, ledger, result)
 
             async def on_grader_complete(result: ExecutionResult) -> None:
+                admission.outcome = result
                 await self.send_grader(request, ledger, result)
 
             with rollout_ctx:

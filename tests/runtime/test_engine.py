@@ -178,3 +178,14 @@ async def _settle(engine):
             return
         await asyncio.sleep(0.005)
     raise AssertionError("rollouts did not finish")
+
+
+async def test_outcome_is_kept_on_the_admission_for_pulling():
+    engine = RolloutEngine()
+
+    async def run(admission):
+        admission.outcome = {"reward": 1.0}
+
+    submission = await engine.submit("k", run=run)
+    await _settle(engine)
+    assert engine.get("k") is submission.admission and engine.get("k").outcome == {"reward": 1.0}
