@@ -30,6 +30,8 @@ exit codes:
   1  changes needed (--check / --diff), or open TODOs (todo)
   2  usage error, or refusing to write files with uncommitted changes (see --allow-dirty)
   3  finished, but some file failed to parse or a rule crashed (listed in the summary)
+  with --verify: 0 every verified file behaves the same, 1 a difference was found, 3 a file failed or its
+  verification errored (files it cannot run are listed as not verified; they do not change the exit code)
 
 opting out:
   # osmosis-migrate: skip-file   anywhere in a file: the file is left alone
@@ -64,6 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
     mode = p.add_argument_group("mode")
     mode.add_argument("--diff", action="store_true", help="print a unified diff, write nothing (exit 1 if anything would change)")
     mode.add_argument("--check", action="store_true", help="write nothing; exit 1 if anything would change")
+    mode.add_argument("--verify", action="store_true",
+                      help="write nothing; run each file that would change, original and migrated, on sample prompts "
+                      "against a fake controller with the scripted policy and report any difference in reward, final "
+                      "answer or model calls (exit 1 if any; needs osmosis-compat and the file's frameworks installed)")
     p.add_argument("--select", action="append", metavar="CODES", help="only these rules: codes/prefixes (OM1, OM100) or names, comma-separated")
     p.add_argument("--ignore", action="append", metavar="CODES", help="skip these rules (same syntax as --select)")
     p.add_argument("--strategy", choices=("auto", "rewrite", "wrap"), default="auto",
@@ -162,6 +168,29 @@ def _confirm_dirty(dirty: Sequence[str]) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
+def _verify(changed, *, failed: bool) -> int:
+    """``--verify``: run original and migrated versions of the changed files and report (codemods.verify)."""
+    from codemods.verify import DIFFERENT, ERROR, verify_migrations
+
+    items = []
+    for r in changed:
+        encoding = _file_encoding(r.old_bytes or b"")
+        items.append((r.path, (r.old_bytes or b"").decode(encoding), (r.new_bytes or b"").decode(encoding), r.edits))
+    try:
+        verdicts = verify_migrations(items)
+    except ImportError as exc:
+        print(f"osmosis-migrate: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    counts = {s: sum(v.status == s for v in verdicts) for s in ("same", DIFFERENT, "not-verified", ERROR)}
+    print(f"osmosis-migrate --verify: {len(verdicts)} file(s) run: {counts['same']} same, {counts[DIFFERENT]} "
+          f"different, {counts['not-verified']} not verified, {counts[ERROR]} errored", file=sys.stderr)
+    for v in verdicts:
+        print("\n".join(v.describe()), file=sys.stderr)
+    if failed or counts[ERROR]:
+        return EXIT_FAILED
+    return EXIT_CHANGES if counts[DIFFERENT] else EXIT_OK
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point; returns the exit code (the console script exits with it)."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -191,7 +220,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except UsageError as exc:
         print(f"osmosis-migrate: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    mode = "diff" if args.diff else "check" if args.check else "write"
+    mode = "diff" if args.diff else "check" if args.check or args.verify else "write"
     files = list(iter_python_files(
         paths, exclude=args.exclude, use_default_excludes=not args.no_default_excludes,
         respect_gitignore=not args.no_gitignore,
@@ -242,6 +271,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if refused:
         print("osmosis-migrate: nothing written", file=sys.stderr)
         return EXIT_USAGE
+    if args.verify:
+        return _verify(changed, failed=bool(summary.failed))
     if summary.failed:
         return EXIT_FAILED
     if mode in ("diff", "check") and changed:

@@ -99,18 +99,21 @@ def complete_migration(migrated: str, example: Example) -> str:
 @pytest.fixture
 def openai_agents_defaults():
     """The plain OpenAI Agents example sets the SDK's process-wide client/API/tracing: restore them afterwards."""
-    from agents import set_default_openai_api, set_tracing_disabled
+    from agents import set_default_openai_api
     from agents.models import _openai_shared
     from agents.tracing import get_trace_provider
 
     client = _openai_shared.get_default_openai_client()
     responses = _openai_shared.get_use_responses_by_default()
-    tracing_disabled = getattr(get_trace_provider(), "_disabled", None)
+    provider = get_trace_provider()
+    # set_tracing_disabled() overrides OPENAI_AGENTS_DISABLE_TRACING for good: put the "not set" state back
+    manual = getattr(provider, "_manual_disabled", None)
     yield
     _openai_shared.set_default_openai_client(client)
     set_default_openai_api("responses" if responses else "chat_completions")
-    if tracing_disabled is not None:
-        set_tracing_disabled(tracing_disabled)
+    if hasattr(provider, "_manual_disabled"):
+        provider._manual_disabled = manual
+        provider._refresh_disabled_flag()
 
 
 async def _native_run(example: Example, tmp_path: Path, monkeypatch) -> tuple[list[str], list[int]]:
