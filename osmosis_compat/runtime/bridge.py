@@ -16,6 +16,10 @@ Design (why it looks like this):
   upstream pools are loop-bound, so a loop-bound bridge needs no locking or cross-thread hops.
 - **Per-rollout routes** ``/r/<token>/chat/completions`` (also ``/r/<token>/v1/chat/completions``), with an
   unguessable ``secrets.token_urlsafe`` token; a closed route answers 404. Nothing else is served.
+- **In process when it can be**: the runtime's pooled HTTP clients (which the Osmosis Strands and OpenAI Agents
+  integrations use) hand requests for the bridge's origin straight to it on the same loop
+  (``runtime.http.serve_in_process``): no socket, no HTTP framing, same replies. Any other client — a workflow's
+  own ``AsyncOpenAI``, plain ``litellm`` — goes over TCP to the same routes.
 - **Errors never trigger client retries**: upstream calls already went through the one retry loop, so every
   error reply carries ``x-should-retry: false`` (honoured by the ``openai`` client that LiteLLM and the Agents
   SDK use) and an OpenAI-style ``{"error": {...}}`` body.
@@ -35,6 +39,9 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
+
+from .http import serve_in_process
 from .sse import completion_to_chunks, encode_sse
 
 __all__ = [
@@ -91,10 +98,16 @@ class ChatBridge:
     _server: Any = None
     _state: Any = None
     _lock: asyncio.Lock | None = None
+    _unregister: Callable[[], None] | None = None
 
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
+
+    @property
+    def tcp_requests(self) -> int:
+        """Requests answered over TCP since start (those from the runtime's pooled clients come in process)."""
+        return self._state.total_requests if self._state is not None else 0
 
     async def start(self) -> None:
         """Bind ``127.0.0.1:0`` and start serving in the running loop (idempotent, safe to race)."""
@@ -129,12 +142,16 @@ class ChatBridge:
             return config.http_protocol_class(config=config, server_state=state, app_state={})  # type: ignore[call-arg]
 
         self._server = await asyncio.get_running_loop().create_server(protocol, sock=sock, backlog=1024)
+        self._unregister = serve_in_process(self.host, self.port, self._in_process)
         logger.debug("chat bridge listening on %s", self.url)
 
     async def aclose(self) -> None:
         """Stop accepting, close idle keep-alive connections and the listening socket; drop all routes."""
         server, self._server = self._server, None
         self._routes.clear()
+        if self._unregister is not None:
+            self._unregister()
+            self._unregister = None
         if server is None:
             return
         server.close()
@@ -157,58 +174,76 @@ class ChatBridge:
         finally:
             self._routes.pop(token, None)
 
-    # -- the ASGI app ----------------------------------------------------------------------------------------
+    # -- answering requests ---------------------------------------------------------------------------------
 
-    async def _asgi(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            return
-        path: str = scope.get("path", "")
+    async def _respond(self, method: str, path: str, body: bytes | None) -> _Reply:
+        """The reply to one request (``body`` ``None``: larger than the limit). Never raises."""
         parts = path.strip("/").split("/")
         # r/<token>/chat/completions  or  r/<token>/v1/chat/completions
         route = None
-        if len(parts) >= 4 and parts[0] == "r" and parts[-2:] == ["chat", "completions"] and len(parts) in (4, 5):
+        if len(parts) in (4, 5) and parts[0] == "r" and parts[-2:] == ["chat", "completions"]:
             if len(parts) == 4 or parts[2] == "v1":
                 route = self._routes.get(parts[1])
         if route is None:
-            await _send_error(send, 404, "no such bridge route (the rollout may have ended)", "not_found")
-            return
-        if scope.get("method") != "POST":
-            await _send_error(send, 405, "method not allowed: POST chat completions only", "invalid_request_error")
-            return
-        body = await _read_body(receive)
+            return _error(404, "no such bridge route (the rollout may have ended)", "not_found")
+        if method != "POST":
+            return _error(405, "method not allowed: POST chat completions only", "invalid_request_error")
         if body is None:
-            await _send_error(send, 413, "request body too large", "invalid_request_error")
-            return
+            return _error(413, "request body too large", "invalid_request_error")
         try:
             request = json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            await _send_error(send, 400, f"request body is not JSON: {exc}", "invalid_request_error")
-            return
+            return _error(400, f"request body is not JSON: {exc}", "invalid_request_error")
         if not isinstance(request, dict) or not isinstance(request.get("messages"), list):
-            await _send_error(send, 400, "request body must be an object with a 'messages' list",
-                              "invalid_request_error")
-            return
+            return _error(400, "request body must be an object with a 'messages' list", "invalid_request_error")
         route.calls += 1
         try:
             completion = await route.handler(request)
         except BridgeError as exc:
-            await _send_error(send, exc.status_code, str(exc), exc.error_type)
-            return
+            return _error(exc.status_code, str(exc), exc.error_type)
         except Exception as exc:  # the framework must see an error reply, never a dropped connection
             logger.exception("chat bridge handler failed")
-            await _send_error(send, 500, f"{type(exc).__name__}: {exc}", "bridge_error")
-            return
+            return _error(500, f"{type(exc).__name__}: {exc}", "bridge_error")
         if request.get("stream"):
             include_usage = bool((request.get("stream_options") or {}).get("include_usage"))
             try:
                 payload = encode_sse(completion_to_chunks(completion, include_usage=include_usage))
             except ValueError as exc:
-                await _send_error(send, 502, f"upstream reply cannot be streamed: {exc}", "upstream_error")
-                return
-            await _send(send, 200, payload, b"text/event-stream", [(b"cache-control", b"no-cache")])
-        else:
-            payload = json.dumps(completion, separators=(",", ":"), ensure_ascii=False).encode()
-            await _send(send, 200, payload, b"application/json")
+                return _error(502, f"upstream reply cannot be streamed: {exc}", "upstream_error")
+            return _Reply(200, payload, b"text/event-stream", ((b"cache-control", b"no-cache"),))
+        payload = json.dumps(completion, separators=(",", ":"), ensure_ascii=False).encode()
+        return _Reply(200, payload, b"application/json")
+
+    async def _asgi(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """Requests over TCP (clients outside the runtime's pool, e.g. a workflow's own ``AsyncOpenAI``)."""
+        if scope["type"] != "http":
+            return
+        reply = await self._respond(scope.get("method", ""), scope.get("path", ""), await _read_body(receive))
+        await send({"type": "http.response.start", "status": reply.status, "headers": reply.header_list()})
+        await send({"type": "http.response.body", "body": reply.payload})
+
+    async def _in_process(self, request: httpx.Request) -> httpx.Response:
+        """Requests from the runtime's pooled clients on this loop (see ``runtime.http.serve_in_process``)."""
+        body = await request.aread()
+        reply = await self._respond(request.method, request.url.path, body if len(body) <= _MAX_BODY_BYTES else None)
+        return httpx.Response(reply.status, headers=reply.header_list(), content=reply.payload, request=request)
+
+
+@dataclass(frozen=True)
+class _Reply:
+    status: int
+    payload: bytes
+    content_type: bytes
+    headers: tuple[tuple[bytes, bytes], ...] = ()
+
+    def header_list(self) -> list[tuple[bytes, bytes]]:
+        return [(b"content-type", self.content_type), (b"content-length", str(len(self.payload)).encode()),
+                *self.headers]
+
+
+def _error(status: int, message: str, error_type: str) -> _Reply:
+    payload = json.dumps({"error": {"message": message, "type": error_type, "code": status}}).encode()
+    return _Reply(status, payload, b"application/json", ((b"x-should-retry", b"false"),))
 
 
 async def _read_body(receive: Any) -> bytes | None:
@@ -225,19 +260,6 @@ async def _read_body(receive: Any) -> bytes | None:
         chunks.append(chunk)
         if not message.get("more_body", False):
             return b"".join(chunks)
-
-
-async def _send(send: Any, status: int, payload: bytes, content_type: bytes,
-                extra_headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    headers = [(b"content-type", content_type), (b"content-length", str(len(payload)).encode())]
-    headers.extend(extra_headers or [])
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": payload})
-
-
-async def _send_error(send: Any, status: int, message: str, error_type: str) -> None:
-    payload = json.dumps({"error": {"message": message, "type": error_type, "code": status}}).encode()
-    await _send(send, status, payload, b"application/json", [(b"x-should-retry", b"false")])
 
 
 _bridges: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, ChatBridge]" = weakref.WeakKeyDictionary()

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from osmosis_compat.adapters import loop_as_workflow, to_chat_messages, workflow_as_loop
+from osmosis_compat.runtime.bridge import get_bridge
 from osmosis_compat.server.legacy_app import create_app
 from osmosis_compat.server.workflow_app import create_rollout_server
 from osmosis_compat.testing import FakeTrainGate, FakeWorkflowController, serve_app_async
@@ -156,6 +157,8 @@ async def test_modern_example_native_vs_adapted_loop(
             assert record.final_messages[-1]["content"].startswith("The answer is")
             assert any(m["role"] == "tool" for m in record.final_messages)
             adapted.append((record.chat_requests[-1].body["messages"], record.reward))
+        # the Osmosis integrations use the runtime's pooled clients: their calls reach the bridge in process
+        assert (await get_bridge()).tcp_requests == 0
     assert [reward for _, reward in native] == [1.0, 0.0]
     assert [reward for _, reward in adapted] == [reward for _, reward in native]
     for (native_messages, _), (adapted_messages, _) in zip(native, adapted):

@@ -13,6 +13,7 @@ import pytest
 
 import osmosis_compat.runtime.bridge as bridge_module
 from osmosis_compat.adapters import to_chat_messages, workflow_as_loop
+from osmosis_compat.runtime.bridge import get_bridge
 from osmosis_compat.server.legacy_app import create_app
 from osmosis_compat.server.workflow_app import create_rollout_server
 from osmosis_compat.testing import FakeTrainGate, FakeWorkflowController, serve_app_async
@@ -54,6 +55,8 @@ async def test_framework_workflow_served_to_traingate(case: str, monkeypatch: py
     async with FakeTrainGate().serve_async() as gate, await serve_app_async(create_app(loop)) as server:
         record = await gate.run_rollout(server.url, rollout_id=f"{case}-1", messages=PROMPT,
                                         metadata={"ground_truth": "42"}, timeout=30)
+        # these workflows bring their own HTTP clients, so their calls reach the bridge over loopback TCP
+        assert (await get_bridge()).tcp_requests == 2
     assert record.tools[0]["function"]["name"] == "add"
     assert record.tools[0]["function"]["parameters"]["required"] == ["a", "b"]
     assert record.status == "COMPLETED", record.callback
