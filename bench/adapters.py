@@ -9,10 +9,14 @@ server in a child process (its CPU time is its own), the fake controller and the
 - loop:      examples/legacy/calculator_agent.py — native: ``create_app`` + FakeTrainGate;
              adapted: ``loop_as_workflow`` → ``LocalBackend`` + ``create_rollout_server`` + FakeWorkflowController
              (the workflow protocol also posts a grader callback: that is part of what is measured);
-- workflow:  a framework-free workflow on the ``openai`` client (tests/adapters/workflows.py, streaming) and a
-             Strands workflow (tests/adapters/framework_workflows.py) — native: ``create_rollout_server`` +
-             FakeWorkflowController; adapted: ``workflow_as_loop`` → ``create_app`` + FakeTrainGate, every model
-             call crossing the runtime's streaming bridge.
+- workflow:  the Osmosis integrations' examples (examples/modern: ``strands`` = OsmosisStrandsAgent, ``agents`` =
+             OsmosisAgent + OsmosisMemorySession), a plain Strands ``LiteLLMModel`` workflow pointed at the rollout
+             URL (``strands-plain``, tests/adapters/framework_workflows.py) and a framework-free workflow on its own
+             ``openai`` client (``openai-client``, tests/adapters/workflows.py, streaming) — native:
+             ``create_rollout_server`` + FakeWorkflowController; adapted: ``workflow_as_loop`` → ``create_app`` +
+             FakeTrainGate, every model call crossing the runtime's streaming bridge (in process for the
+             integrations, which use the runtime's HTTP pool; over loopback TCP for the other two, which bring
+             their own HTTP clients).
 
 Target (issue 4, item 7): adapted ≥ 90 % of native rollouts/s. Run: ``python bench/adapters.py [--rollouts N]``
 """
@@ -104,6 +108,36 @@ app = create_app(workflow_as_loop(OpenAIClientWorkflow, grader=LabelInAnswerGrad
                                   workflow_config=ClientConfig(name="adder"), tools=[ADD_TOOL]))
 """,
     ("strands", "native"): """
+sys.path.insert(0, "examples/modern")
+from strands_calculator import StrandsCalculatorGrader, StrandsCalculatorWorkflow
+from osmosis_compat.server.workflow_app import create_rollout_server
+from osmosis_compat.workflow import LocalBackend
+backend = LocalBackend(workflow=StrandsCalculatorWorkflow, grader=StrandsCalculatorGrader)
+app = create_rollout_server(backend=backend, configure_logging=False)
+""",
+    ("strands", "adapted"): """
+sys.path.insert(0, "examples/modern")
+from strands_calculator import StrandsCalculatorGrader, StrandsCalculatorWorkflow
+from osmosis_compat.adapters import workflow_as_loop
+from osmosis_compat.server.legacy_app import create_app
+app = create_app(workflow_as_loop(StrandsCalculatorWorkflow, grader=StrandsCalculatorGrader))
+""",
+    ("agents", "native"): """
+sys.path.insert(0, "examples/modern")
+from openai_agents_calculator import OpenAIAgentsCalculatorGrader, OpenAIAgentsCalculatorWorkflow
+from osmosis_compat.server.workflow_app import create_rollout_server
+from osmosis_compat.workflow import LocalBackend
+backend = LocalBackend(workflow=OpenAIAgentsCalculatorWorkflow, grader=OpenAIAgentsCalculatorGrader)
+app = create_rollout_server(backend=backend, configure_logging=False)
+""",
+    ("agents", "adapted"): """
+sys.path.insert(0, "examples/modern")
+from openai_agents_calculator import OpenAIAgentsCalculatorGrader, OpenAIAgentsCalculatorWorkflow
+from osmosis_compat.adapters import workflow_as_loop
+from osmosis_compat.server.legacy_app import create_app
+app = create_app(workflow_as_loop(OpenAIAgentsCalculatorWorkflow, grader=OpenAIAgentsCalculatorGrader))
+""",
+    ("strands-plain", "native"): """
 from tests.adapters.framework_workflows import StrandsCalcWorkflow, strands_add
 from tests.adapters.workflows import LabelInAnswerGrader
 from osmosis_compat.server.workflow_app import create_rollout_server
@@ -112,7 +146,7 @@ backend = LocalBackend(workflow=StrandsCalcWorkflow, grader=LabelInAnswerGrader,
                        workflow_config=AgentWorkflowConfig(name="strands", tools=[strands_add()]))
 app = create_rollout_server(backend=backend, configure_logging=False)
 """,
-    ("strands", "adapted"): """
+    ("strands-plain", "adapted"): """
 from tests.adapters.framework_workflows import StrandsCalcWorkflow, strands_add
 from tests.adapters.workflows import LabelInAnswerGrader
 from osmosis_compat.adapters import workflow_as_loop
@@ -141,6 +175,10 @@ PROTOCOL = {
     ("openai-client", "adapted"): "legacy",
     ("strands", "native"): "workflow",
     ("strands", "adapted"): "legacy",
+    ("agents", "native"): "workflow",
+    ("agents", "adapted"): "legacy",
+    ("strands-plain", "native"): "workflow",
+    ("strands-plain", "adapted"): "legacy",
 }
 
 
@@ -203,7 +241,7 @@ async def compare(agent: str, n: int, concurrency: int, rounds: int) -> dict[str
 async def main_async(n: int, agents: list[str], concurrencies: tuple[int, ...], rounds: int) -> None:
     rows = []
     for agent in agents:
-        count = n if agent != "strands" else max(rounds, n // 3)
+        count = n if agent in ("loop", "loop-port") else max(rounds, n // 3)
         for concurrency in concurrencies:
             result = await compare(agent, count, concurrency, rounds)
             rows.append((agent, concurrency, result["native"], result["adapted"]))
@@ -218,7 +256,7 @@ async def main_async(n: int, agents: list[str], concurrencies: tuple[int, ...], 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rollouts", type=int, default=150)
-    parser.add_argument("--agents", default="loop-port,loop,openai-client,strands")
+    parser.add_argument("--agents", default="loop-port,loop,strands,agents,strands-plain,openai-client")
     parser.add_argument("--concurrency", default="1,16")
     parser.add_argument("--rounds", type=int, default=6, help="alternating native/adapted batches")
     args = parser.parse_args()
