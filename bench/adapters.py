@@ -107,36 +107,6 @@ from osmosis_compat.server.legacy_app import create_app
 app = create_app(workflow_as_loop(OpenAIClientWorkflow, grader=LabelInAnswerGrader,
                                   workflow_config=ClientConfig(name="adder"), tools=[ADD_TOOL]))
 """,
-    ("strands", "native"): """
-sys.path.insert(0, "examples/modern")
-from strands_calculator import StrandsCalculatorGrader, StrandsCalculatorWorkflow
-from osmosis_compat.server.workflow_app import create_rollout_server
-from osmosis_compat.workflow import LocalBackend
-backend = LocalBackend(workflow=StrandsCalculatorWorkflow, grader=StrandsCalculatorGrader)
-app = create_rollout_server(backend=backend, configure_logging=False)
-""",
-    ("strands", "adapted"): """
-sys.path.insert(0, "examples/modern")
-from strands_calculator import StrandsCalculatorGrader, StrandsCalculatorWorkflow
-from osmosis_compat.adapters import workflow_as_loop
-from osmosis_compat.server.legacy_app import create_app
-app = create_app(workflow_as_loop(StrandsCalculatorWorkflow, grader=StrandsCalculatorGrader))
-""",
-    ("agents", "native"): """
-sys.path.insert(0, "examples/modern")
-from openai_agents_calculator import OpenAIAgentsCalculatorGrader, OpenAIAgentsCalculatorWorkflow
-from osmosis_compat.server.workflow_app import create_rollout_server
-from osmosis_compat.workflow import LocalBackend
-backend = LocalBackend(workflow=OpenAIAgentsCalculatorWorkflow, grader=OpenAIAgentsCalculatorGrader)
-app = create_rollout_server(backend=backend, configure_logging=False)
-""",
-    ("agents", "adapted"): """
-sys.path.insert(0, "examples/modern")
-from openai_agents_calculator import OpenAIAgentsCalculatorGrader, OpenAIAgentsCalculatorWorkflow
-from osmosis_compat.adapters import workflow_as_loop
-from osmosis_compat.server.legacy_app import create_app
-app = create_app(workflow_as_loop(OpenAIAgentsCalculatorWorkflow, grader=OpenAIAgentsCalculatorGrader))
-""",
     ("strands-plain", "native"): """
 from tests.adapters.framework_workflows import StrandsCalcWorkflow, strands_add
 from tests.adapters.workflows import LabelInAnswerGrader
@@ -158,6 +128,31 @@ app = create_app(workflow_as_loop(StrandsCalcWorkflow, grader=LabelInAnswerGrade
 }
 
 SERVERS[("loop-port", "adapted")] = SERVERS[("loop", "adapted")]
+
+#: The integration examples of examples/modern, served natively and through ``workflow_as_loop``.
+EXAMPLE_IMPORT = """
+sys.path.insert(0, "examples/modern")
+from {module} import {workflow} as Workflow, {grader} as Grader
+"""
+EXAMPLE_SERVE = {
+    "native": """
+from osmosis_compat.server.workflow_app import create_rollout_server
+from osmosis_compat.workflow import LocalBackend
+app = create_rollout_server(backend=LocalBackend(workflow=Workflow, grader=Grader), configure_logging=False)
+""",
+    "adapted": """
+from osmosis_compat.adapters import workflow_as_loop
+from osmosis_compat.server.legacy_app import create_app
+app = create_app(workflow_as_loop(Workflow, grader=Grader))
+""",
+}
+for _agent, _names in {
+    "strands": ("strands_calculator", "StrandsCalculatorWorkflow", "StrandsCalculatorGrader"),
+    "agents": ("openai_agents_calculator", "OpenAIAgentsCalculatorWorkflow", "OpenAIAgentsCalculatorGrader"),
+}.items():
+    for _mode, _serve in EXAMPLE_SERVE.items():
+        _module, _workflow, _grader = _names
+        SERVERS[(_agent, _mode)] = EXAMPLE_IMPORT.format(module=_module, workflow=_workflow, grader=_grader) + _serve
 
 SERVE = """
 uvicorn.run(app, host="127.0.0.1", port={port}, log_level="warning", access_log=False)
