@@ -99,6 +99,8 @@ class ChatBridge:
     _state: Any = None
     _lock: asyncio.Lock | None = None
     _unregister: Callable[[], None] | None = None
+    #: Requests answered in process since start (the runtime's pooled clients on this loop).
+    in_process_requests: int = 0
 
     @property
     def url(self) -> str:
@@ -224,6 +226,7 @@ class ChatBridge:
 
     async def _in_process(self, request: httpx.Request) -> httpx.Response:
         """Requests from the runtime's pooled clients on this loop (see ``runtime.http.serve_in_process``)."""
+        self.in_process_requests += 1
         body = await request.aread()
         reply = await self._respond(request.method, request.url.path, body if len(body) <= _MAX_BODY_BYTES else None)
         return httpx.Response(reply.status, headers=reply.header_list(), content=reply.payload, request=request)

@@ -50,14 +50,15 @@ async def client(request, bridge):
 
     Checks, after the test, that the requests took that path and no other.
     """
-    before = bridge.tcp_requests
+    tcp, in_process = bridge.tcp_requests, bridge.in_process_requests
     if request.param == "tcp":
         async with httpx.AsyncClient() as plain:
             yield plain
-        assert bridge.tcp_requests > before
+        assert bridge.tcp_requests > tcp and bridge.in_process_requests == in_process
     else:
         yield get_client()
-        assert bridge.tcp_requests == before, "a pooled client's request went over TCP"
+        assert bridge.in_process_requests > in_process
+        assert bridge.tcp_requests == tcp, "a pooled client's request went over TCP"
         await aclose_clients()
 
 

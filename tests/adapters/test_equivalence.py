@@ -146,6 +146,7 @@ async def test_modern_example_native_vs_adapted_loop(
     tools = [module.add, module.multiply] if explicit_tools else None
     loop = workflow_as_loop(workflow, grader=grader, tools=tools, name="calculator")
     adapted = []
+    calls = 0
     async with FakeTrainGate().serve_async() as gate, await serve_app_async(create_app(loop)) as server:
         for i, (question, truth) in enumerate(rows):
             record = await gate.run_rollout(server.url, rollout_id=f"l-{i}", messages=_prompt(question),
@@ -157,8 +158,10 @@ async def test_modern_example_native_vs_adapted_loop(
             assert record.final_messages[-1]["content"].startswith("The answer is")
             assert any(m["role"] == "tool" for m in record.final_messages)
             adapted.append((record.chat_requests[-1].body["messages"], record.reward))
-        # the Osmosis integrations use the runtime's pooled clients: their calls reach the bridge in process
-        assert (await get_bridge()).tcp_requests == 0
+            calls += len(record.chat_requests)
+        # the Osmosis integrations use the runtime's pooled clients: every call reached the bridge in process
+        bridge = await get_bridge()
+        assert calls > 0 and bridge.in_process_requests == calls and bridge.tcp_requests == 0
     assert [reward for _, reward in native] == [1.0, 0.0]
     assert [reward for _, reward in adapted] == [reward for _, reward in native]
     for (native_messages, _), (adapted_messages, _) in zip(native, adapted):

@@ -56,7 +56,8 @@ async def test_framework_workflow_served_to_traingate(case: str, monkeypatch: py
         record = await gate.run_rollout(server.url, rollout_id=f"{case}-1", messages=PROMPT,
                                         metadata={"ground_truth": "42"}, timeout=30)
         # these workflows bring their own HTTP clients, so their calls reach the bridge over loopback TCP
-        assert (await get_bridge()).tcp_requests == 2
+        bridge = await get_bridge()
+        assert (bridge.tcp_requests, bridge.in_process_requests) == (2, 0)
     assert record.tools[0]["function"]["name"] == "add"
     assert record.tools[0]["function"]["parameters"]["required"] == ["a", "b"]
     assert record.status == "COMPLETED", record.callback
