@@ -16,6 +16,10 @@ Contract of a rule (subclass :class:`Rule`):
   added with :func:`with_todo_comment` (never code that raises), which does not duplicate an identical marker,
   so re-runs do not pile markers up.
 * ``ctx.strategy`` is the ``--strategy`` flag (``"auto"|"rewrite"|"wrap"``); rules that have no choice ignore it.
+* ``ctx.target`` is the osmosis-ai API the output is written for (``--target``, :data:`TARGETS`): ``"0.2"`` — the
+  seeds' API (named sessions, ``ctx.samples`` + ``set_sample_reward``) — or ``"0.3"`` (spec/workflow-api.md §6: one
+  sample, ``ctx.sample`` + ``set_reward``, sessions without names, ``create_rollout_server`` from
+  ``osmosis_ai.rollout.server``). Every rule that writes sessions, graders or serving code reads it.
 * A rule never touches a node carrying the opt-out marker (:func:`has_skip_marker`): ``# osmosis-migrate: skip``
   as a trailing comment on a ``class``/``def`` header or statement line, or as a comment line right above it.
   A file containing ``# osmosis-migrate: skip-file`` anywhere is not migrated at all (the driver checks that).
@@ -43,6 +47,8 @@ SKIP_MARKER = "osmosis-migrate: skip"
 TODO_PREFIX = "# TODO(osmosis-migrate"
 _SKIP_RE = re.compile(r"#\s*osmosis-migrate:\s*skip\b(?!-)")
 STRATEGIES = ("auto", "rewrite", "wrap")
+TARGETS = ("0.2", "0.3")  # osmosis-ai API generations the output can be written for (see RuleContext.target)
+DEFAULT_TARGET = "0.2"  # the seeds' API; used when the tree declares no osmosis-ai requirement
 
 
 @dataclass(frozen=True)
@@ -78,6 +84,7 @@ class RuleContext:
 
     strategy: str = "auto"
     filename: str = "<string>"
+    target: str = DEFAULT_TARGET  # "0.2" | "0.3": the osmosis-ai API the output is written for
     edits: list[Edit] = field(default_factory=list)
     todos: list[Todo] = field(default_factory=list)
     module: cst.Module | None = None

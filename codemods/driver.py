@@ -3,7 +3,7 @@
 Python API (what the CLI, the benchmark and the behaviour tests call)::
 
     from codemods.driver import migrate_source
-    result = migrate_source(text, rules=["strands-agent"], strategy="auto")   # rules: names/codes/classes; None = all
+    result = migrate_source(text, rules=["strands-agent"], strategy="auto", target="0.2")   # rules: None = all
     result.new_text, result.edits, result.todos, result.changed
 
     from codemods.driver import migrate_file
@@ -120,10 +120,19 @@ def _check_strategy(strategy: str) -> None:
         raise UsageError(f"unknown strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
 
 
+def _check_target(target: str) -> None:
+    from codemods.base import TARGETS
+
+    if target not in TARGETS:
+        raise UsageError(f"unknown target {target!r}; use one of {', '.join(TARGETS)}")
+
+
 def migrate_bytes(
-    data: bytes, rules: Sequence["type[Rule]"], *, strategy: str = "auto", filename: str = "<string>"
+    data: bytes, rules: Sequence["type[Rule]"], *, strategy: str = "auto", filename: str = "<string>",
+    target: str = "0.2",
 ) -> tuple[bytes, list["Edit"], list["Todo"], list[str]]:
     """Run ``rules`` (already prefiltered) on ``data``; returns (new bytes, edits, todos, names of rules that acted).
+    ``target``: the osmosis-ai API the output is written for (``RuleContext.target``).
 
     Raises :class:`MigrationError` (input or output does not parse, RecursionError, a rule crashed).
     """
@@ -149,7 +158,7 @@ def migrate_bytes(
         raise MigrationError("does not parse: nesting too deep for libcst (RecursionError)") from None
     except (UnicodeDecodeError, LookupError, SyntaxError) as exc:
         raise MigrationError(f"cannot decode: {exc}") from None
-    ctx = RuleContext(strategy=strategy, filename=filename)
+    ctx = RuleContext(strategy=strategy, filename=filename, target=target)
     ctx.set_source(module, tree)
     acted: list[str] = []
     for rule_cls in rules:
@@ -176,15 +185,18 @@ def migrate_bytes(
 
 
 def migrate_source(
-    text: str, rules: Optional[Iterable[RuleSpec]] = None, strategy: str = "auto", filename: str = "<string>"
+    text: str, rules: Optional[Iterable[RuleSpec]] = None, strategy: str = "auto", filename: str = "<string>",
+    target: str = "0.2",
 ) -> Result:
-    """Migrate Python source ``text`` in memory. ``rules``: names/code prefixes/Rule classes (None = all).
+    """Migrate Python source ``text`` in memory. ``rules``: names/code prefixes/Rule classes (None = all);
+    ``target``: ``"0.2"`` or ``"0.3"``, the osmosis-ai API the output is written for.
 
     Raises :class:`MigrationError` when the text cannot be migrated safely, :class:`UsageError` on bad options.
     """
     from codemods.base import file_opted_out
 
     _check_strategy(strategy)
+    _check_target(target)
     selected = _resolve_rules(rules)
     if file_opted_out(text):
         return Result(new_text=text)
@@ -193,7 +205,7 @@ def migrate_source(
         return Result(new_text=text)
     encoding = _declared_encoding(text)
     data = text.encode(encoding)
-    new, edits, todos, _ = migrate_bytes(data, wanted, strategy=strategy, filename=filename)
+    new, edits, todos, _ = migrate_bytes(data, wanted, strategy=strategy, filename=filename, target=target)
     new_text = new.decode(encoding)
     return Result(new_text=new_text, edits=edits, todos=todos, changed=new_text != text)
 
@@ -215,7 +227,10 @@ def _wants(data: bytes, rule: "type[Rule]") -> bool:
     return any(w.encode() in data for w in rule.trigger_words)
 
 
-def migrate_file(path: Union[str, os.PathLike], rules: Optional[Sequence["type[Rule]"]] = None, strategy: str = "auto") -> FileResult:
+def migrate_file(
+    path: Union[str, os.PathLike], rules: Optional[Sequence["type[Rule]"]] = None, strategy: str = "auto",
+    target: str = "0.2",
+) -> FileResult:
     """Migrate one file in memory (nothing is written; see :func:`write_atomic`)."""
     path = os.fspath(path)
     rules = all_rule_classes() if rules is None else rules
@@ -229,7 +244,7 @@ def migrate_file(path: Union[str, os.PathLike], rules: Optional[Sequence["type[R
     if not wanted:
         return FileResult(path, STATUS_PREFILTERED)
     try:
-        new, edits, todos, _ = migrate_bytes(data, wanted, strategy=strategy, filename=path)
+        new, edits, todos, _ = migrate_bytes(data, wanted, strategy=strategy, filename=path, target=target)
     except MigrationError as exc:
         return FileResult(path, STATUS_FAILED, error=str(exc), error_rule=exc.rule)
     if new == data:
@@ -264,18 +279,20 @@ def write_atomic(path: Union[str, os.PathLike], data: bytes) -> None:
 
 _worker_rules: list = []
 _worker_strategy = "auto"
+_worker_target = "0.2"
 
 
-def _init_worker(rule_names: list[str], strategy: str) -> None:
-    global _worker_rules, _worker_strategy
+def _init_worker(rule_names: list[str], strategy: str, target: str = "0.2") -> None:
+    global _worker_rules, _worker_strategy, _worker_target
     by_name = {r.name: r for r in all_rule_classes()}
     _worker_rules = [by_name[n] for n in rule_names]
     _worker_strategy = strategy
+    _worker_target = target
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 3000))
 
 
 def _work(path: str) -> FileResult:
-    return migrate_file(path, _worker_rules, _worker_strategy)
+    return migrate_file(path, _worker_rules, _worker_strategy, _worker_target)
 
 
 def candidates(paths: Iterable[str], rules: Sequence["type[Rule]"]) -> tuple[list[str], list[FileResult]]:
@@ -306,12 +323,14 @@ def run_many(
     strategy: str = "auto",
     jobs: int = 1,
     progress=None,
+    target: str = "0.2",
 ) -> list[FileResult]:
     """Migrate ``paths`` in memory (nothing written), in a process pool when ``jobs > 1`` and there are enough
     candidate files to pay for it. ``progress(done, total)`` is called as files finish."""
     import libcst  # noqa: F401  (imported before forking so workers start warm)
 
     _check_strategy(strategy)
+    _check_target(target)
     todo, results = candidates(paths, rules)
     total = len(todo)
     if progress:
@@ -323,7 +342,7 @@ def run_many(
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
         mp = multiprocessing.get_context(method)
         with ProcessPoolExecutor(
-            max_workers=jobs, mp_context=mp, initializer=_init_worker, initargs=([r.name for r in rules], strategy)
+            max_workers=jobs, mp_context=mp, initializer=_init_worker, initargs=([r.name for r in rules], strategy, target)
         ) as pool:
             chunk = max(1, min(32, total // (jobs * 8) or 1))
             for i, res in enumerate(pool.map(_work, todo, chunksize=chunk), 1):
@@ -335,7 +354,7 @@ def run_many(
         sys.setrecursionlimit(max(old, 3000))
         try:
             for i, path in enumerate(todo, 1):
-                results.append(migrate_file(path, rules, strategy))
+                results.append(migrate_file(path, rules, strategy, target))
                 if progress:
                     progress(i, total)
         finally:
