@@ -1,7 +1,9 @@
-"""Run at interpreter start by ``osmosis_compat_shim.pth``: put the ``osmosis_ai`` finder on ``sys.meta_path``.
+"""Put the full ``osmosis_ai`` finder on ``sys.meta_path`` now: ``import osmosis_compat.shim.install``.
 
-Must stay tiny: it runs in every Python process of the environment. It imports only the finder module (stdlib
-only) and never fails loudly — a broken shim must not break unrelated programs.
+``osmosis_compat_shim.pth`` does not import this module: it installs an import-free placeholder that loads the
+finder on the first ``osmosis_ai`` import (see :mod:`.finder`). This module is for environments without the
+``.pth`` (``python -S``, embedded interpreters, a ``sitecustomize``) that want the shim. It never fails loudly —
+a broken shim must not break unrelated programs.
 """
 
 try:

@@ -19,7 +19,7 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CLASHES", "Entry", "exported_names", "lookup", "resolve_attribute"]
+__all__ = ["CLASHES", "Entry", "STUBS_DIRNAME", "exported_names", "lookup", "resolve_attribute", "served_modules", "stub_file"]
 
 LEGACY = "osmosis_compat.legacy"
 WORKFLOW = "osmosis_compat.workflow"
@@ -238,3 +238,39 @@ def resolve_attribute(fullname: str, name: str) -> Any:
         if hasattr(module, name):
             return getattr(module, name)
     raise AttributeError(name)
+
+
+STUBS_DIRNAME = "osmosis_ai-stubs"
+"""The PEP 561 stub-only package shipped beside ``osmosis_compat`` (``site-packages/osmosis_ai-stubs``): type
+checkers and IDEs find the ``osmosis_ai.*`` names there. Generated from this table by
+:mod:`osmosis_compat.shim.stubgen`."""
+
+
+def served_modules() -> list[str]:
+    """Every ``osmosis_ai.*`` module name osmosis-compat serves (unavailable ones left out), sorted."""
+    return sorted(name for name, entry in _TABLE.items() if entry.unavailable is None)
+
+
+def stub_relpath(fullname: str) -> str:
+    """Path of ``fullname``'s stub inside :data:`STUBS_DIRNAME` (``rollout/__init__.pyi``, ``rollout/client.pyi``).
+
+    A module is a directory (``__init__.pyi``) when it is a package or another served name lies below it.
+    """
+    parts = fullname.split(".")[1:]
+    prefix = fullname + "."
+    entry = _TABLE.get(fullname)
+    is_dir = (entry is not None and entry.is_package) or any(name.startswith(prefix) for name in _TABLE)
+    if is_dir:
+        return "/".join([*parts, "__init__.pyi"])
+    return "/".join(parts) + ".pyi"
+
+
+def stub_file(fullname: str) -> str | None:
+    """The installed stub of ``fullname`` (the ``__file__`` of merged modules), or ``None`` if not shipped."""
+    import os
+
+    import osmosis_compat
+
+    root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(osmosis_compat.__file__))), STUBS_DIRNAME)
+    path = os.path.join(root, *stub_relpath(fullname).split("/"))
+    return path if os.path.isfile(path) else None
