@@ -56,10 +56,18 @@ class LoopPlan:
     params: list[tuple[str, Any]]  # constant ctx.chat kwargs → OsmosisRolloutModel(params=…)
     messages_var: str
     metadata_expr_nodes: list[cst.Attribute]  # ctx.request.metadata occurrences in the reward expression
-    reward: cst.BaseExpression
+    reward: Optional[cst.BaseExpression]  # None: the loop passed no reward (no grader is written)
     reward_statements: list[cst.SimpleStatementLine]  # statements computing locals the reward reads, in order
     grader_members: list[cst.BaseStatement]  # helper methods / class attributes the reward uses, in class order
     dropped: list[str] = field(default_factory=list)  # what of run() the rewrite leaves out (edit message)
+    # "decorate": the tool functions get Strands @tool decorators (literal schemas, registry/dispatcher executor);
+    # "adapter": the loop's own executor runs each call (legacy_strands_tools); "none": the loop has no tools
+    tool_mode: str = "decorate"
+    schemas_expr: Optional[str] = None  # adapter: source of the tool schema list (module code or self.get_tools(None))
+    executor: Optional[str] = None  # adapter: source of the executor (a module function or self.<method>)
+    workflow_members: list[cst.BaseStatement] = field(default_factory=list)  # class members moved into the workflow
+    sequential: bool = False  # the loop ran tool calls one at a time (a `for` over them), not concurrently
+    reward_note: Optional[str] = None  # why the reward needs a human look (a TODO on the grader)
 
 
 @dataclass
@@ -401,6 +409,36 @@ def analyse(cls: cst.ClassDef, module: cst.Module, table: ImportTable, index: Mo
         return NotRecognised(f"its shape was not understood ({type(exc).__name__}: {exc})")
 
 
+def _parents(root: cst.CSTNode) -> dict[int, cst.CSTNode]:
+    out: dict[int, cst.CSTNode] = {}
+    for node in _walk(root):
+        for kid in _kids(node):
+            out[id(kid)] = node
+    return out
+
+
+def _members_closure(start: set[str], methods: dict[str, cst.FunctionDef], attrs: dict[str, cst.SimpleStatementLine],
+                     members: list[tuple[str, cst.BaseStatement]], what: str) -> list[cst.BaseStatement]:
+    """The class members ``start`` names and those they use through ``self.<name>`` (transitively), class order."""
+    needed: set[str] = set()
+    todo = list(start)
+    while todo:
+        attr = todo.pop()
+        if attr in needed:
+            continue
+        if attr not in methods and attr not in attrs:
+            _no(f"{what} uses self.{attr}, which the class does not define")
+        if attr == "run":
+            _no(f"{what} calls self.run()")
+        needed.add(attr)
+        if attr in methods:
+            self_name = (_params(methods[attr]) or ["self"])[0]
+            for node in _walk(methods[attr]):
+                if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == self_name:
+                    todo.append(node.attr.value)
+    return [stmt for name, stmt in members if name in needed]
+
+
 def _analyse(cls: cst.ClassDef, table: ImportTable, index: ModuleIndex) -> LoopPlan:
     if cls.keywords or len(cls.bases) != 1 or cls.decorators:
         _no("the class has other bases, keywords or decorators")
@@ -411,6 +449,8 @@ def _analyse(cls: cst.ClassDef, table: ImportTable, index: ModuleIndex) -> LoopP
     body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else []
     for i, stmt in enumerate(body):
         if isinstance(stmt, cst.FunctionDef):
+            if stmt.decorators:
+                _no(f"the method {stmt.name.value}() is decorated")
             methods[stmt.name.value] = stmt
             members.append((stmt.name.value, stmt))
             continue
@@ -439,11 +479,6 @@ def _analyse(cls: cst.ClassDef, table: ImportTable, index: ModuleIndex) -> LoopP
     get_tools, run = methods.get("get_tools"), methods.get("run")
     if get_tools is None or run is None or run.asynchronous is None:
         _no("the class lacks get_tools() or async run()")
-    gt = _body_statements(get_tools)
-    if len(gt) != 1 or not isinstance(gt[0], cst.SimpleStatementLine) or not isinstance(gt[0].body[0], cst.Return) \
-            or gt[0].body[0].value is None:
-        _no("get_tools() does more than return the tool list")
-    schemas = _tool_schemas(gt[0].body[0].value, index, table)
 
     params = _params(run)
     if len(params) != 2:
@@ -453,7 +488,7 @@ def _analyse(cls: cst.ClassDef, table: ImportTable, index: ModuleIndex) -> LoopP
     def is_ctx(expr: cst.CSTNode, *attrs_: str) -> bool:
         return _is_attr(expr, ".".join((ctx, *attrs_)))
 
-    chats, completes, executes = [], [], []
+    chats, completes, batches = [], [], []
     for node in _walk(run.body):
         if isinstance(node, cst.Call):
             if is_ctx(node.func, "chat"):
@@ -463,16 +498,21 @@ def _analyse(cls: cst.ClassDef, table: ImportTable, index: ModuleIndex) -> LoopP
             elif table.matches(node.func, [f"{m}.execute_tool_calls" for m in _TOOLS_MODULES]) or _is_attr(
                 node.func, "execute_tool_calls"
             ):
-                executes.append(node)
-    if len(chats) != 1 or len(completes) != 1 or len(executes) != 1:
-        _no("run() is not one ctx.chat turn loop with one execute_tool_calls and one ctx.complete")
-    chat, complete, execute = chats[0], completes[0], executes[0]
+                batches.append(node)
+    if len(chats) != 1:
+        _no(f"run() makes {len(chats)} ctx.chat() calls (the rewrite needs one, in the turn loop)")
+    if not completes:
+        _no("run() never returns ctx.complete()")
+    if len(batches) > 1:
+        _no("run() calls execute_tool_calls() more than once")
+    chat = chats[0]
 
     # the messages: built from the request's, completed with the loop's
     stmts = _body_statements(run)
-    if not complete.args or not isinstance(complete.args[0].value, cst.Name) or complete.args[0].keyword:
-        _no("ctx.complete() does not get the message list as its first argument")
-    messages_var = complete.args[0].value.value
+    heads = [c.args[0].value if c.args and c.args[0].keyword is None and not c.args[0].star else None for c in completes]
+    if not all(isinstance(h, cst.Name) for h in heads) or len({h.value for h in heads}) != 1:
+        _no("ctx.complete() does not always get the message list as its first argument")
+    messages_var = heads[0].value
     init = None
     for stmt in stmts:
         if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Assign):
@@ -486,26 +526,77 @@ def _analyse(cls: cst.ClassDef, table: ImportTable, index: ModuleIndex) -> LoopP
         or (isinstance(init, cst.Call) and _is_attr(init.func, "list") and len(init.args) == 1 and req_msgs(init.args[0].value))
         or (isinstance(init, cst.Call) and isinstance(init.func, cst.Attribute) and req_msgs(init.func.value)
             and init.func.attr.value == "copy" and not init.args)
+        or (isinstance(init, cst.List) and len(init.elements) == 1 and isinstance(init.elements[0], cst.StarredElement)
+            and req_msgs(init.elements[0].value))
     ):
         _no(f"`{messages_var}` does not start as the request's messages")
     if not chat.args or not _is_attr(chat.args[0].value, messages_var):
         _no(f"ctx.chat() is not called with `{messages_var}`")
+    result_var = None
+    for node in _walk(run.body):
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Await) and node.value.expression is chat \
+                and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            result_var = node.targets[0].target.value
+    if result_var is None:
+        _no("the reply of ctx.chat() is not assigned to a variable")
+    local_assigns = {}
+    for s in stmts:
+        if isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1 and isinstance(s.body[0], cst.Assign) \
+                and len(s.body[0].targets) == 1 and isinstance(s.body[0].targets[0].target, cst.Name):
+            local_assigns.setdefault(s.body[0].targets[0].target.value, []).append(s.body[0].value)
 
-    # the turn loop
+    def writes_of(name: str) -> int:
+        return sum(1 for n in _walk(run.body) if isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For))
+                   and any(_is_attr(t, name) for t in _targets(n)))
+
+    # the turn loop: `for … in range(<limit>)`, or no loop at all (one model call)
     loop = next((s for s in stmts if isinstance(s, cst.For) and any(n is chat for n in _walk(s))), None)
-    if loop is None or not (isinstance(loop.iter, cst.Call) and _is_attr(loop.iter.func, "range") and len(loop.iter.args) == 1):
-        _no("the ctx.chat turns are not a `for … in range(max_turns)` loop")
-    limit = loop.iter.args[0].value
-    if is_ctx(limit, "request", "max_turns"):
-        max_turns, from_request = 10, True  # the legacy RolloutRequest default
-    elif isinstance(limit, cst.Integer):
-        max_turns, from_request = int(limit.value), False
-    else:
-        _no(f"the turn limit `{_src(limit)}` is neither ctx.request.max_turns nor a number")
-    if not any(n is execute for n in _walk(loop)):
-        _no("execute_tool_calls() is not in the turn loop")
-
     dropped: list[str] = []
+    if loop is None:
+        if not any(isinstance(s, cst.SimpleStatementLine) and any(n is chat for n in _walk(s)) for s in stmts):
+            _no("ctx.chat() is neither in a `for … in range(max_turns)` loop nor a statement of run()")
+        max_turns, from_request, scope = 1, False, run.body
+    else:
+        if not (isinstance(loop.iter, cst.Call) and _is_attr(loop.iter.func, "range") and len(loop.iter.args) == 1):
+            _no("the ctx.chat turns are not a `for … in range(max_turns)` loop")
+        limit = loop.iter.args[0].value
+        if isinstance(limit, cst.Name) and len(local_assigns.get(limit.value, [])) == 1 and writes_of(limit.value) == 1:
+            limit = local_assigns[limit.value][0]
+        if isinstance(limit, cst.Attribute) and _is_attr(limit.value, self_name) and limit.attr.value in attrs:
+            small = attrs[limit.attr.value].body[0]
+            limit = small.value if small.value is not None else limit
+        if is_ctx(limit, "request", "max_turns"):
+            max_turns, from_request = 10, True  # the legacy RolloutRequest default
+        elif isinstance(limit, cst.Integer):
+            max_turns, from_request = int(limit.value), False
+        else:
+            _no(f"the turn limit `{_src(limit)}` is neither ctx.request.max_turns nor a number")
+        scope = loop
+        # the loop may stop only where a Strands agent stops: a reply without tool calls (or the token budget)
+        parents = _parents(loop)
+        for node in _walk(loop.body):
+            if not isinstance(node, (cst.Break, cst.Return, cst.Continue)):
+                continue
+            if isinstance(node, cst.Continue):
+                _no("the turn loop uses `continue`")
+            if isinstance(node, cst.Return) and not (isinstance(node.value, cst.Call) and node.value in completes):
+                _no("the turn loop returns something other than ctx.complete(…)")
+            up, child = parents.get(id(node)), node
+            while up is not None and not isinstance(up, cst.If):
+                up, child = parents.get(id(up)), up
+            if up is None or child is up.orelse:
+                _no("the turn loop stops without a condition")
+            test = up.test
+            if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) and (
+                _is_attr(test.expression, f"{result_var}.has_tool_calls") or _is_attr(test.expression, f"{result_var}.tool_calls")
+            ):
+                continue
+            if any(is_ctx(n, "request", "max_tokens_total") for n in _walk(test)):
+                if "the max_tokens_total budget" not in dropped:
+                    dropped.append("the max_tokens_total budget")
+                continue
+            _no(f"the turn loop stops on `{_src(test)}`, where a Strands agent would go on")
+
     model_params: list[tuple[str, Any]] = []
     for arg in chat.args[1:]:
         if arg.star == "**" and is_ctx(arg.value, "request", "completion_params"):
@@ -515,13 +606,26 @@ def _analyse(cls: cst.ClassDef, table: ImportTable, index: ModuleIndex) -> LoopP
         else:
             _no(f"ctx.chat() gets `{_src(arg)}`")
 
-    # the reward
-    reward_arg = next((a for a in complete.args if a.keyword and a.keyword.value == "reward"), None)
-    if reward_arg is None:
-        _no("ctx.complete() gets no reward= (nothing for a grader to compute)")
-    reward: cst.BaseExpression = reward_arg.value
+    # the reward: every exit passes the same one (or none)
+    reward_args = [next((a.value for a in c.args if a.keyword and a.keyword.value == "reward"), None) for c in completes]
+    for c in completes:
+        if any(a.keyword is None for a in c.args[1:]):
+            _no("ctx.complete() gets positional arguments after the messages")
+    given = [r for r in reward_args if r is not None and not (isinstance(r, cst.Name) and r.value == "None")]
+    reward: Optional[cst.BaseExpression] = None
+    reward_note = None
     reward_stmt = None
-    if isinstance(reward, cst.Name) and reward.value != messages_var and reward.value not in index.bound:
+    pre: list[cst.SimpleStatementLine] = []
+    grader_members: list[cst.BaseStatement] = []
+    metadata_nodes: list[cst.Attribute] = []
+    if given:
+        if len({_src(r, 10**6) for r in given}) != 1:
+            _no("the exits of run() pass different rewards to ctx.complete()")
+        reward = given[0]
+        if len(given) != len(completes):
+            reward_note = ("an exit of the legacy loop passed no reward (None: left to the platform); the grader gives "
+                           "every rollout the reward of the other exit — check that this is what training wants")
+    if reward is not None and isinstance(reward, cst.Name) and reward.value != messages_var and reward.value not in index.bound:
         assigns = [
             s for s in _walk(run.body)
             if isinstance(s, (cst.Assign, cst.AugAssign, cst.AnnAssign))
@@ -532,116 +636,179 @@ def _analyse(cls: cst.ClassDef, table: ImportTable, index: ModuleIndex) -> LoopP
             _no(f"`{reward.value}` is not assigned once in run()")
         reward, reward_stmt = assigns[0].value, top[0]
 
-    # locals the reward reads, assigned once by a statement after the turn loop, move with it
-    loop_at = stmts.index(loop)
-    pre: list[cst.SimpleStatementLine] = []
-    moved_locals: set[str] = set()
-    pending = [n.value for n in _free_names(reward)]
-    while pending:
-        v = pending.pop()
-        if v in moved_locals or v in (messages_var, ctx, self_name) or v in index.bound or v in _BUILTINS:
-            continue
-        found = [
-            s for s in stmts[loop_at + 1:]
-            if isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1 and isinstance(s.body[0], cst.Assign)
-            and len(s.body[0].targets) == 1 and _is_attr(s.body[0].targets[0].target, v)
-        ]
-        writes = [n for n in _walk(run.body) if isinstance(n, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For))
-                  and any(_is_attr(t, v) for t in _targets(n))]
-        if len(found) != 1 or len(writes) != 1:
-            break  # reported by the name check below
-        moved_locals.add(v)
-        pre.append(found[0])
-        pending.extend(n.value for n in _free_names(found[0].body[0].value))
-    pre.sort(key=stmts.index)
-
-    # names the reward may use: the messages, ctx.request.metadata, self.<helpers>, module names, builtins
-    metadata_nodes: list[cst.Attribute] = []
-    self_refs: set[str] = set()
-
-    def check_reward_names(expr: cst.CSTNode, allow_messages: bool) -> None:
-        for node in _walk(expr):
-            if isinstance(node, cst.Attribute) and is_ctx(node, "request", "metadata"):
-                metadata_nodes.append(node)
-        for name in _free_names(expr):
-            v = name.value
-            if v == ctx:
-                if not any(_contains(m, name) for m in metadata_nodes):
-                    _no(f"the reward reads `ctx` beyond ctx.request.metadata")
-            elif v == self_name:
+    if reward is not None:
+        # locals the reward reads, assigned once by a statement after the turn loop, move with it
+        loop_at = stmts.index(loop) if loop is not None else 0
+        moved_locals: set[str] = set()
+        pending = [n.value for n in _free_names(reward)]
+        while pending:
+            v = pending.pop()
+            if v in moved_locals or v in (messages_var, ctx, self_name) or v in index.bound or v in _BUILTINS:
                 continue
-            elif (allow_messages and v == messages_var) or v in moved_locals:
-                continue
-            elif v in ("metadata", "messages", "sample", "sample_id") and v not in index.bound:
-                _no(f"the reward uses a local `{v}`")
-            elif v not in index.bound and v not in _BUILTINS:
-                _no(f"the reward uses `{v}`, a local of run() the grader cannot see")
-        for node in _walk(expr):
-            if isinstance(node, cst.Attribute) and _is_attr(node.value, self_name):
-                self_refs.add(node.attr.value)
-            elif isinstance(node, cst.Name) and node.value == self_name and not any(
-                isinstance(p, cst.Attribute) and p.value is node for p in _walk(expr)
-            ):
-                _no("the reward passes `self` around")
+            found = [
+                s for s in stmts[loop_at + 1:]
+                if isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1 and isinstance(s.body[0], cst.Assign)
+                and len(s.body[0].targets) == 1 and _is_attr(s.body[0].targets[0].target, v)
+            ]
+            if len(found) != 1 or writes_of(v) != 1:
+                break  # reported by the name check below
+            moved_locals.add(v)
+            pre.append(found[0])
+            pending.extend(n.value for n in _free_names(found[0].body[0].value))
+        pre.sort(key=stmts.index)
 
-    check_reward_names(reward, allow_messages=True)
-    for stmt in pre:
-        check_reward_names(stmt.body[0].value, allow_messages=True)
-    # helper methods and class attributes the reward uses (transitively) move into the grader
-    needed: set[str] = set()
-    todo = list(self_refs)
-    while todo:
-        attr = todo.pop()
-        if attr in needed:
-            continue
-        if attr not in methods and attr not in attrs:
-            _no(f"the reward uses self.{attr}, which the class does not define")
-        if attr in ("run", "get_tools"):
-            _no(f"the reward calls self.{attr}()")
-        needed.add(attr)
-        if attr in methods:
-            for node in _walk(methods[attr]):
-                if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
-                    todo.append(node.attr.value)
-    grader_members = [stmt for name, stmt in members if name in needed]
-    _check_reward_reads_only_the_answer([reward, *pre, *grader_members], messages_var, index)
+        # names the reward may use: the messages, ctx.request.metadata, self.<helpers>, module names, builtins
+        self_refs: set[str] = set()
 
-    # the executor and the tool functions
-    executor_expr = execute.args[1].value if len(execute.args) == 2 else None
+        def check_reward_names(expr: cst.CSTNode) -> None:
+            for node in _walk(expr):
+                if isinstance(node, cst.Attribute) and is_ctx(node, "request", "metadata"):
+                    metadata_nodes.append(node)
+            for name in _free_names(expr):
+                v = name.value
+                if v == ctx:
+                    if not any(_contains(m, name) for m in metadata_nodes):
+                        _no("the reward reads `ctx` beyond ctx.request.metadata")
+                elif v == self_name:
+                    continue
+                elif v == messages_var or v in moved_locals:
+                    continue
+                elif v in ("metadata", "messages", "sample", "sample_id") and v not in index.bound:
+                    _no(f"the reward uses a local `{v}`")
+                elif v not in index.bound and v not in _BUILTINS:
+                    _no(f"the reward uses `{v}`, a local of run() the grader cannot see")
+            for node in _walk(expr):
+                if isinstance(node, cst.Attribute) and _is_attr(node.value, self_name):
+                    self_refs.add(node.attr.value)
+                elif isinstance(node, cst.Name) and node.value == self_name and not any(
+                    isinstance(p, cst.Attribute) and p.value is node for p in _walk(expr)
+                ):
+                    _no("the reward passes `self` around")
+
+        check_reward_names(reward)  # the exits pass the same expression; a local is resolved to its value
+        for stmt in pre:
+            check_reward_names(stmt.body[0].value)
+        if "get_tools" in self_refs:
+            _no("the reward calls self.get_tools()")
+        grader_members = _members_closure(self_refs, methods, attrs, members, "the reward")
+        _check_reward_reads_only_the_answer([reward, *pre, *grader_members], messages_var, index)
+
+    # how the tools run: execute_tool_calls(<calls>, <executor>), or one call at a time in a `for` over the calls
+    executor_expr: Optional[cst.BaseExpression] = None
+    executor_calls: list[cst.Call] = []
+    tool_result_vars: set[str] = set()
+    sequential = False
+    if batches:
+        execute = batches[0]
+        if loop is None or not any(n is execute for n in _walk(loop)):
+            _no("execute_tool_calls() is not in the turn loop")
+        if len(execute.args) != 2 or not _is_attr(execute.args[0].value, f"{result_var}.tool_calls"):
+            _no("execute_tool_calls() does not get the reply's tool calls and an executor")
+        executor_expr = execute.args[1].value
+        executor_calls.append(execute)
+        tool_result_vars |= {n.targets[0].target.value for n in _walk(loop) if isinstance(n, cst.Assign)
+                             and isinstance(n.value, cst.Await) and n.value.expression is execute
+                             and isinstance(n.targets[0].target, cst.Name)}
+    elif loop is not None:
+        fors = [n for n in _walk(loop.body) if isinstance(n, (cst.For, cst.CompFor))
+                and _is_attr(n.iter, f"{result_var}.tool_calls")]
+        if len(fors) > 1:
+            _no("the turn loop goes over the tool calls more than once")
+        if fors:
+            per = fors[0]
+            if not isinstance(per.target, cst.Name):
+                _no("the loop over the tool calls does not bind one name")
+            var = per.target.value
+            scope_node = per if isinstance(per, cst.For) else next(
+                n for n in _walk(loop) if isinstance(n, (cst.ListComp, cst.GeneratorExp)) and n.for_in is per)
+            calls = [n for n in _walk(scope_node) if isinstance(n, cst.Call) and len(n.args) == 1
+                     and _is_attr(n.args[0].value, var) and not n.args[0].keyword]
+            if len(calls) != 1:
+                _no("each tool call is not handed to exactly one executor")
+            executor_expr = calls[0].func
+            executor_calls.append(calls[0])
+            sequential = True
+            for n in _walk(loop):
+                if isinstance(n, cst.Assign) and len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name):
+                    value = n.value.expression if isinstance(n.value, cst.Await) else n.value
+                    if value is calls[0] or value is scope_node:
+                        tool_result_vars.add(n.targets[0].target.value)
     executor = None
-    if isinstance(executor_expr, cst.Name):
-        executor = index.functions.get(executor_expr.value)
-    elif isinstance(executor_expr, cst.Attribute) and _is_attr(executor_expr.value, self_name):
-        executor = methods.get(executor_expr.attr.value)
-    if executor is None or executor.asynchronous is None:
-        _no("execute_tool_calls() does not get an async executor function of the module or class")
-    mapping = _executor_mapping(executor, index, table)
-    names = [n for n, _, _ in schemas]
-    if set(mapping) != set(names):
-        _no(f"the tools declared ({', '.join(sorted(names))}) and dispatched ({', '.join(sorted(mapping))}) differ")
-    if len(set(mapping.values())) != len(mapping):
-        _no("one function serves two tool names")
-    tools = []
-    for name, desc, params_schema in schemas:
-        fn = index.functions.get(mapping[name])
-        if fn is None:
-            _no(f"tool `{name}` is not a module-level function")
-        if fn.decorators:
-            _no(f"tool function `{fn.name.value}` is already decorated")
-        if fn.params.star_arg is not cst.MaybeSentinel.DEFAULT and not isinstance(fn.params.star_arg, cst.ParamStar) \
-                or fn.params.star_kwarg is not None:
-            _no(f"tool function `{fn.name.value}` takes *args/**kwargs")
-        tools.append(ToolPlan(name, desc, params_schema, fn.name.value))
+    executor_is_method = False
+    if executor_expr is not None:
+        if isinstance(executor_expr, cst.Name):
+            executor = index.functions.get(executor_expr.value)
+        elif isinstance(executor_expr, cst.Attribute) and _is_attr(executor_expr.value, self_name):
+            executor = methods.get(executor_expr.attr.value)
+            executor_is_method = True
+        imported = isinstance(executor_expr, cst.Name) and executor_expr.value in table.names and executor is None
+        if executor is None and not imported:
+            _no(f"the tool executor `{_src(executor_expr)}` is not a function of the module or a method of the class")
+        if executor is not None and (len(_params(executor)) != (2 if executor_is_method else 1)
+                                     or executor.params.star_arg is not cst.MaybeSentinel.DEFAULT
+                                     or executor.params.star_kwarg is not None or executor.params.kwonly_params):
+            _no(f"the tool executor {executor.name.value}() does not take one tool call")
+
+    # the tools: the documented shape gets decorated Strands tools; any other runs through the loop's own executor
+    gt = _body_statements(get_tools)
+    gt_params = _params(get_tools)
+    if len(gt_params) > 1 and any(n.value == gt_params[1] for n in _free_names(get_tools.body)):
+        _no("get_tools() reads the request")
+    simple = len(gt) == 1 and isinstance(gt[0], cst.SimpleStatementLine) and isinstance(gt[0].body[0], cst.Return) \
+        and gt[0].body[0].value is not None
+    tools: list[ToolPlan] = []
+    mode = "adapter"
+    schemas_expr: Optional[str] = None
+    workflow_members: list[cst.BaseStatement] = []
+    if executor_expr is None:
+        value = gt[0].body[0].value if simple else None
+        if isinstance(value, cst.Name) and index.single_assign(value.value) is not None:
+            value = index.single_assign(value.value)
+        if not (isinstance(value, (cst.List, cst.Tuple)) and not value.elements) and not (
+                isinstance(value, cst.Name) and value.value == "None"):
+            _no("get_tools() offers tools the loop never runs (no execute_tool_calls() nor a loop over the tool calls)")
+        mode = "none"
+    else:
+        try:
+            if executor is None:
+                _no("")  # imported from another module: it stays there and runs the calls
+            if not simple or executor_is_method and any(
+                    _is_attr(n, self_name) for n in _walk(executor.body) if isinstance(n, cst.Name)):
+                _no("")
+            schemas = _tool_schemas(gt[0].body[0].value, index, table)
+            mapping = _executor_mapping(executor, index, table)
+            names = [n for n, _, _ in schemas]
+            if set(mapping) != set(names) or len(set(mapping.values())) != len(mapping):
+                _no("")
+            for name, desc, params_schema in schemas:
+                fn = index.functions.get(mapping[name])
+                if fn is None or fn.decorators or fn.params.star_kwarg is not None or (
+                        fn.params.star_arg is not cst.MaybeSentinel.DEFAULT and not isinstance(fn.params.star_arg, cst.ParamStar)):
+                    _no("")
+                tools.append(ToolPlan(name, desc, params_schema, fn.name.value))
+            mode = "decorate"
+        except _Stop:
+            tools = []
+        if mode == "adapter":
+            start: set[str] = set()
+            value = gt[0].body[0].value if simple else None
+            if value is not None and all(n.value in index.bound or n.value in _BUILTINS for n in _free_names(value)):
+                schemas_expr = _code(value)
+            else:
+                start.add("get_tools")
+                schemas_expr = "self.get_tools(None)"
+            if executor_is_method:
+                start.add(executor.name.value)
+            workflow_members = _members_closure(start, methods, attrs, members, "the tool executor")
+            clash = {n for n, m in members if m in workflow_members} & {"config", "run", "__init__", "name"}
+            if clash:
+                _no(f"the tool executor uses self.{sorted(clash)[0]}, which the AgentWorkflow base class owns")
+        else:
+            workflow_members = []
+    if executor_is_method and mode == "decorate":
+        pass  # the decorated tools replace the executor: nothing of the class moves
 
     # the message list only grows by the model's replies and the tool results (Strands does exactly that)
-    result_var = None
-    for node in _walk(loop):
-        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Await) and node.value.expression is chat \
-                and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
-            result_var = node.targets[0].target.value
-    tool_results = {n.targets[0].target.value for n in _walk(loop) if isinstance(n, cst.Assign)
-                    and isinstance(n.value, cst.Await) and n.value.expression is execute
-                    and isinstance(n.targets[0].target, cst.Name)}
     for node in _walk(run.body):
         if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and any(
             _is_attr(t, messages_var) or (isinstance(t, cst.Subscript) and _is_attr(t.value, messages_var))
@@ -650,17 +817,25 @@ def _analyse(cls: cst.ClassDef, table: ImportTable, index: ModuleIndex) -> LoopP
             _no(f"run() changes `{messages_var}` beyond appending replies and tool results")
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and _is_attr(node.func.value, messages_var):
             arg = node.args[0].value if len(node.args) == 1 and not node.args[0].keyword else None
-            ok = (node.func.attr.value == "append" and arg is not None and result_var is not None
-                  and _is_attr(arg, f"{result_var}.message")) or (
-                node.func.attr.value == "extend" and arg is not None and (
-                    (isinstance(arg, cst.Await) and arg.expression is execute) or (
-                        isinstance(arg, cst.Name) and arg.value in tool_results)))
+            inner = arg.expression if isinstance(arg, cst.Await) else arg
+            ok = arg is not None and (
+                (node.func.attr.value == "append" and (
+                    _is_attr(arg, f"{result_var}.message") or (sequential and (
+                        inner in executor_calls or (isinstance(arg, cst.Name) and arg.value in tool_result_vars)))))
+                or (node.func.attr.value == "extend" and (
+                    inner in executor_calls or (isinstance(arg, cst.Name) and arg.value in tool_result_vars)
+                    or isinstance(inner, cst.ListComp) and inner.for_in.iter is not None
+                    and _is_attr(inner.for_in.iter, f"{result_var}.tool_calls")))
+            )
             if not ok:
                 _no(f"run() adds `{_src(node)}` to the messages, which the Strands agent would not")
 
     # everything else run() does must be the loop's bookkeeping, or the rewrite would lose it
-    reward_nodes = {id(n) for n in _walk(reward_stmt or reward)} | {id(n) for s in pre for n in _walk(s)}
+    reward_nodes = {id(n) for r in given for n in _walk(r)}
+    reward_nodes |= {id(n) for n in _walk(reward_stmt)} if reward_stmt is not None else set()
+    reward_nodes |= {id(n) for s in pre for n in _walk(s)}
     attr_heads = {id(n.value) for n in _walk(run.body) if isinstance(n, cst.Attribute)}
+    allowed_self = {id(executor_expr.value)} if isinstance(executor_expr, cst.Attribute) else set()
     for node in _walk(run.body):
         if id(node) in reward_nodes:
             continue
@@ -680,9 +855,12 @@ def _analyse(cls: cst.ClassDef, table: ImportTable, index: ModuleIndex) -> LoopP
             if id(node) not in attr_heads:
                 _no("run() passes ctx to other code")
         elif isinstance(node, cst.Name) and node.value == self_name:
-            if not (isinstance(executor_expr, cst.Attribute) and node is executor_expr.value):
-                _no("run() uses self beyond the reward and the executor")
-        elif isinstance(node, cst.Call) and node not in (chat, complete, execute):
+            if id(node) in allowed_self:
+                continue
+            if loop is not None and any(n is node for n in _walk(loop.iter)):
+                continue  # range(self.max_turns)
+            _no("run() uses self beyond the reward and the executor")
+        elif isinstance(node, cst.Call) and node is not chat and node not in completes and node not in executor_calls:
             func = node.func
             if isinstance(func, cst.Name) and func.value in _PURE_BUILTINS and func.value not in index.bound:
                 continue
@@ -711,7 +889,17 @@ def _analyse(cls: cst.ClassDef, table: ImportTable, index: ModuleIndex) -> LoopP
         reward_statements=pre,
         grader_members=grader_members,
         dropped=dropped,
+        tool_mode=mode,
+        schemas_expr=schemas_expr,
+        executor=(_code(executor_expr) if executor_expr is not None and mode == "adapter" else None),
+        workflow_members=workflow_members,
+        sequential=sequential,
+        reward_note=reward_note,
     )
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module(body=[]).code_for_node(node).strip()
 
 
 _TRANSCRIPT_WORDS = {"tool", "user", "system", "tool_calls", "tool_call_id", "function"}

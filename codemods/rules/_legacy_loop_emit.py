@@ -14,7 +14,6 @@ import libcst as cst
 from codemods.rules._legacy_loop_analysis import LoopPlan, ToolPlan
 
 STRANDS_MOD = "osmosis_ai.rollout.integrations.agents.strands"
-MESSAGES_HELPER = ("osmosis_compat.workflow.messages", "last_assistant_text")
 LEGACY_MAX_CONCURRENT = 100  # legacy create_app default (settings.server.max_concurrent_rollouts)
 _REWARD_PLACEHOLDER = "__osmosis_migrate_reward__"
 
@@ -70,14 +69,97 @@ def tool_decorator(tool: ToolPlan, module: cst.Module) -> cst.Decorator:
     return stmt.decorators[0]
 
 
+#: generated into a rewritten file (so that it needs osmosis-ai only): the text of the last assistant message,
+#: for the three message shapes a sample can hold (chat dicts, Strands messages, OpenAI Agents items)
+LAST_ASSISTANT_TEXT = '''\
+def last_assistant_text(messages) -> str:
+    """The text of the last assistant message that has text (chat dicts, Strands messages or OpenAI Agents
+    Responses items); "" if none. Written by osmosis-migrate, so this file needs osmosis-ai only."""
+    for message in reversed(list(messages or [])):
+        if not isinstance(message, dict) or message.get("role") != "assistant":
+            continue
+        if message.get("type") not in (None, "message"):
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            text = content
+        else:
+            text = "".join(
+                part if isinstance(part, str) else part["text"]
+                for part in content or []
+                if isinstance(part, str) or (
+                    isinstance(part, dict) and isinstance(part.get("text"), str)
+                    and part.get("type") in (None, "text", "output_text", "input_text")
+                )
+            )
+        if text:
+            return text
+    return ""
+'''
+
+#: generated into a file whose loop ran its tools through its own executor: Strands tools that call it
+LEGACY_STRANDS_TOOLS = '''\
+def legacy_strands_tools(schemas, execute) -> list:
+    """Strands tools with the names, descriptions and parameter schemas of the legacy tool list ``schemas``; each
+    hands its call to the legacy executor ``execute`` (an OpenAI tool call in, a tool message out) and gives the
+    model that message's content, as the legacy loop did. Written by osmosis-migrate."""
+    import inspect
+    import json
+
+    from strands.tools.tools import PythonAgentTool
+
+    tools = []
+    for schema in schemas or []:
+        if not isinstance(schema, dict):
+            schema = schema.model_dump(exclude_none=True)
+        function = schema["function"]
+
+        async def run_tool(tool_use, _name=function["name"], **_):
+            message = execute({
+                "id": tool_use["toolUseId"],
+                "type": "function",
+                "function": {"name": _name, "arguments": json.dumps(tool_use["input"])},
+            })
+            if inspect.isawaitable(message):
+                message = await message
+            text = message.get("content") if isinstance(message, dict) else message
+            return {"toolUseId": tool_use["toolUseId"], "status": "success", "content": [{"text": str(text or "")}]}
+
+        spec = {
+            "name": function["name"],
+            "description": function.get("description") or "",
+            "inputSchema": {"json": function.get("parameters") or {"type": "object", "properties": {}}},
+        }
+        tools.append(PythonAgentTool(function["name"], spec, run_tool))
+    return tools
+'''
+
+
+def _reindent(text: str, indent: str, nl: str) -> str:
+    if indent != "    ":
+        text = re.sub(r"^((?:    )+)", lambda m: indent * (len(m.group(1)) // 4), text, flags=re.M)
+    return text.replace("\n", nl)
+
+
+def helper_statements(names: Sequence[str], module: cst.Module) -> list[cst.BaseStatement]:
+    """The generated helper functions ``names`` (LAST_ASSISTANT_TEXT / LEGACY_STRANDS_TOOLS), two blank lines apart."""
+    texts = {"last_assistant_text": LAST_ASSISTANT_TEXT, "legacy_strands_tools": LEGACY_STRANDS_TOOLS}
+    ind, nl = module.default_indent, module.default_newline
+    out: list[cst.BaseStatement] = []
+    for name in names:
+        stmt = cst.parse_statement(_reindent(texts[name], ind, nl), config=module.config_for_parsing)
+        out.append(stmt.with_changes(leading_lines=[cst.EmptyLine(indent=False)] * 2))
+    return out
+
+
 def rewrite_statements(
-    plan: LoopPlan, module: cst.Module, max_concurrent: Optional[str]
+    plan: LoopPlan, module: cst.Module, max_concurrent: Optional[str], target: str = "0.2"
 ) -> list[cst.BaseStatement]:
-    """Config class + instance, workflow, grader for a recognised loop (``max_concurrent``: source text or None)."""
+    """Config class + instance, workflow, grader for a recognised loop (``max_concurrent``: source text or None;
+    ``target``: the osmosis-ai API, "0.2" or "0.3")."""
     ind, nl = module.default_indent, module.default_newline
     base = stem(plan.class_name)
     config_cls, config_var = f"{base}Config", f"{snake(base)}_config"
-    tools = ", ".join(t.function for t in plan.tools)
     params = ""
     if plan.params:
         params = "params=" + _flat(dict(plan.params))
@@ -94,6 +176,16 @@ def rewrite_statements(
     ]
     if max_concurrent is not None:
         lines.append(f"{ind}concurrency: ConcurrencyConfig = ConcurrencyConfig(max_concurrent={max_concurrent})")
+    if plan.tool_mode == "decorate":
+        tools_line = f"{ind * 3}tools=[{', '.join(t.function for t in plan.tools)}],"
+        doc = f"The tool loop of {plan.class_name} as a Strands agent: the same tools, at most max_turns model calls."
+    elif plan.tool_mode == "adapter":
+        tools_line = f"{ind * 3}tools=legacy_strands_tools({plan.schemas_expr}, {plan.executor}),"
+        doc = (f"The tool loop of {plan.class_name} as a Strands agent: its tools run through the loop's own "
+               "executor, at most max_turns model calls.")
+    else:
+        tools_line = None
+        doc = f"The model call of {plan.class_name} as a Strands agent (no tools)."
     lines += [
         "",
         "",
@@ -101,48 +193,75 @@ def rewrite_statements(
         "",
         "",
         f"class {base}Workflow(AgentWorkflow[{config_cls}]):",
-        f'{ind}"""The tool loop of {plan.class_name} as a Strands agent: the same tools, at most max_turns model calls."""',
+        f'{ind}"""{doc}"""',
         "",
         f"{ind}async def run(self, ctx: AgentWorkflowContext[{config_cls}]) -> None:",
         f"{ind * 2}config = ctx.config or {config_var}",
         f"{ind * 2}agent = OsmosisStrandsAgent(",
         f"{ind * 3}name=config.name,",
         f"{ind * 3}model=OsmosisRolloutModel({params}),",
-        f"{ind * 3}tools=[{tools}],",
+        *([tools_line] if tools_line else []),
+        *([f"{ind * 3}tool_executor=SequentialToolExecutor(),  # the loop ran its tool calls one at a time"]
+          if plan.sequential and tools_line else []),
         f"{ind * 3}messages=ctx.prompt,",
         f"{ind * 3}callback_handler=None,",
         f"{ind * 2})",
-        f"{ind * 2}model_calls = 0",
-        "",
-        f"{ind * 2}def stop_after_max_turns(event: AfterToolsEvent) -> None:",
-        f"{ind * 3}# the legacy loop made at most max_turns model calls: stop after the tools of the last one",
-        f"{ind * 3}nonlocal model_calls",
-        f"{ind * 3}model_calls += 1",
-        f"{ind * 3}if model_calls >= config.max_turns:",
-        f"{ind * 4}agent.cancel(after_current_tools=True)",
-        "",
-        f"{ind * 2}agent.add_hook(stop_after_max_turns, AfterToolsEvent)",
-        f"{ind * 2}await agent.invoke_async()",
-        "",
-        "",
-        f"class {base}Grader(Grader):",
-        f'{ind}"""The reward {plan.class_name} passed to ctx.complete(), computed from the sample\'s final answer.',
-        "",
-        f"{ind}The legacy code sees the last assistant text as a one-message chat list, and the dataset label as",
-        f'{ind}metadata["ground_truth"] (unless the metadata has that key), as the legacy controller sent it.',
-        f'{ind}"""',
-        "",
-        f"{ind}async def grade(self, ctx: GraderContext) -> None:",
-        f"{ind * 2}metadata = dict(ctx.metadata or {{}})",
-        f"{ind * 2}if ctx.label is not None:",
-        f'{ind * 3}metadata.setdefault("ground_truth", ctx.label)',
-        f"{ind * 2}for sample_id, sample in ctx.samples.items():",
-        f'{ind * 3}{plan.messages_var} = [{{"role": "assistant", "content": last_assistant_text(sample.messages)}}]',
-        f"{ind * 3}reward = {_REWARD_PLACEHOLDER}",
-        f"{ind * 3}ctx.set_sample_reward(sample_id, reward)",
     ]
+    if tools_line:
+        lines += [
+            f"{ind * 2}model_calls = 0",
+            "",
+            f"{ind * 2}def stop_after_max_turns(event: AfterToolsEvent) -> None:",
+            f"{ind * 3}# the legacy loop made at most max_turns model calls: stop after the tools of the last one",
+            f"{ind * 3}nonlocal model_calls",
+            f"{ind * 3}model_calls += 1",
+            f"{ind * 3}if model_calls >= config.max_turns:",
+            f"{ind * 4}agent.cancel(after_current_tools=True)",
+            "",
+            f"{ind * 2}agent.add_hook(stop_after_max_turns, AfterToolsEvent)",
+        ]
+    lines.append(f"{ind * 2}await agent.invoke_async()")
+    if plan.reward is not None:
+        lines += [
+            "",
+            "",
+            f"class {base}Grader(Grader):",
+            f'{ind}"""The reward {plan.class_name} passed to ctx.complete(), computed from the sample\'s final answer.',
+            "",
+            f"{ind}The legacy code sees the last assistant text as a one-message chat list, and the dataset label as",
+            f'{ind}metadata["ground_truth"] (unless the metadata has that key), as the legacy controller sent it.',
+            f'{ind}"""',
+            "",
+            f"{ind}async def grade(self, ctx: GraderContext) -> None:",
+            f"{ind * 2}metadata = dict(ctx.metadata or {{}})",
+            f"{ind * 2}if ctx.label is not None:",
+            f'{ind * 3}metadata.setdefault("ground_truth", ctx.label)',
+        ]
+        answer = f'{plan.messages_var} = [{{"role": "assistant", "content": last_assistant_text(sample.messages)}}]'
+        if target == "0.3":
+            lines += [
+                f"{ind * 2}sample = ctx.sample",
+                f"{ind * 2}{answer}",
+                f"{ind * 2}reward = {_REWARD_PLACEHOLDER}",
+                f"{ind * 2}ctx.set_reward(reward)",
+            ]
+        else:
+            lines += [
+                f"{ind * 2}for sample_id, sample in ctx.samples.items():",
+                f"{ind * 3}{answer}",
+                f"{ind * 3}reward = {_REWARD_PLACEHOLDER}",
+                f"{ind * 3}ctx.set_sample_reward(sample_id, reward)",
+            ]
     text = nl.join(lines) + nl
     stmts = list(cst.parse_module(text, config=module.config_for_parsing).body)
+    if plan.workflow_members:
+        wf = next(s for s in stmts if isinstance(s, cst.ClassDef) and s.name.value == f"{base}Workflow")
+        members = [_strip_annotations(m).with_changes(leading_lines=[cst.EmptyLine(indent=False), *(
+            l for l in m.leading_lines if l.comment is not None)]) for m in plan.workflow_members]
+        i = stmts.index(wf)
+        stmts[i] = wf.with_changes(body=wf.body.with_changes(body=[*wf.body.body, *members]))
+    if plan.reward is None:
+        return stmts
     to_local = _MetadataToLocal(plan.metadata_expr_nodes)
     reward = plan.reward.visit(to_local)
     grader = stmts[-1]
@@ -159,6 +278,20 @@ def rewrite_statements(
         grader = grader.with_changes(body=grader.body.with_changes(body=[*grader.body.body, *members]))
     stmts[-1] = grader
     return stmts
+
+
+def _strip_annotations(member: cst.BaseStatement) -> cst.BaseStatement:
+    """A moved method without parameter/return annotations: they name legacy types (RolloutRequest, …) that
+    osmosis-ai no longer has."""
+    if not isinstance(member, cst.FunctionDef):
+        return member
+    p = member.params
+
+    def bare(params):
+        return [x.with_changes(annotation=None) for x in params]
+
+    return member.with_changes(returns=None, params=p.with_changes(
+        params=bare(p.params), posonly_params=bare(p.posonly_params), kwonly_params=bare(p.kwonly_params)))
 
 
 class _MetadataToLocal(cst.CSTTransformer):
@@ -206,13 +339,14 @@ def wrap_statement(class_name: str, loop_expr: str, module: cst.Module) -> cst.S
 
 
 def backend_statement(
-    backend_var: str, class_name: str, config_expr: str, module: cst.Module
+    backend_var: str, class_name: str, config_expr: str, module: cst.Module, grader: bool = True
 ) -> cst.SimpleStatementLine:
     base = stem(class_name)
     ind, nl = module.default_indent, module.default_newline
+    grader_line = f"{ind}grader={base}Grader,{nl}" if grader else ""
     text = (
         f"{backend_var} = LocalBackend({nl}{ind}workflow={base}Workflow,{nl}{ind}workflow_config={config_expr},{nl}"
-        f"{ind}grader={base}Grader,{nl}){nl}"
+        f"{grader_line}){nl}"
     )
     stmt = cst.parse_statement(text, config=module.config_for_parsing)
     assert isinstance(stmt, cst.SimpleStatementLine)
@@ -223,3 +357,135 @@ def server_call(backend_var: str) -> cst.Call:
     expr = cst.parse_expression(f"create_rollout_server(backend={backend_var})")
     assert isinstance(expr, cst.Call)
     return expr
+
+
+# ------------------------------------------------------------------------------------------------ legacy helpers
+
+#: Modules of the legacy SDK (osmosis-ai <= 0.2.17) whose small helpers a rewritten file may still call (the tool
+#: executor it kept, the schema list it still builds); osmosis-ai 0.2.18+ has none of them, so the rewrite writes
+#: their definition into the file (spec/legacy-protocol.md §2.10) instead of importing them.
+LEGACY_HELPER_MODULES = (
+    "osmosis_ai", "osmosis_ai.rollout", "osmosis_ai.rollout.tools", "osmosis_ai.rollout.core",
+    "osmosis_ai.rollout.core.schemas", "osmosis_ai.rollout.core.exceptions", "osmosis_ai.rollout.utils",
+)
+_LEGACY_NOTE = "legacy SDK helper, written by osmosis-migrate: osmosis-ai 0.2.18+ has none"
+LEGACY_HELPERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "ToolExecutionError": (f'''\
+class ToolExecutionError(Exception):
+    """A tool failed ({_LEGACY_NOTE})."""
+
+    def __init__(self, message, tool_call_id="", tool_name=""):
+        super().__init__(message)
+        self.tool_call_id = tool_call_id
+        self.tool_name = tool_name
+''', ()),
+    "ToolArgumentError": (f'''\
+class ToolArgumentError(ToolExecutionError):
+    """A tool call's arguments are not a JSON object ({_LEGACY_NOTE})."""
+''', ("ToolExecutionError",)),
+    "parse_tool_arguments": (f'''\
+def parse_tool_arguments(arguments):
+    """A tool call's arguments as a dict ({_LEGACY_NOTE})."""
+    import json
+
+    if isinstance(arguments, dict):
+        return arguments
+    if not isinstance(arguments, str):
+        raise ToolArgumentError(f"Expected str or dict arguments, got {{type(arguments).__name__}}")
+    try:
+        value = json.loads(arguments)
+    except json.JSONDecodeError as exc:
+        raise ToolArgumentError(f"Invalid JSON arguments: {{exc}}") from exc
+    if not isinstance(value, dict):
+        raise ToolArgumentError(f"Expected dict from JSON, got {{type(value).__name__}}")
+    return value
+''', ("ToolArgumentError",)),
+    "get_tool_call_info": (f'''\
+def get_tool_call_info(tool_call):
+    """(id, function name, arguments dict) of an OpenAI tool call ({_LEGACY_NOTE})."""
+    tool_call_id = tool_call.get("id", "unknown")
+    function = tool_call.get("function", {{}})
+    name = function.get("name", "")
+    try:
+        arguments = parse_tool_arguments(function.get("arguments", {{}}))
+    except ToolArgumentError as exc:
+        raise ToolArgumentError(str(exc), tool_call_id=tool_call_id, tool_name=name) from exc
+    return tool_call_id, name, arguments
+''', ("parse_tool_arguments", "ToolArgumentError")),
+    "create_tool_result": (f'''\
+def create_tool_result(tool_call_id, content):
+    """A tool message ({_LEGACY_NOTE})."""
+    return {{"role": "tool", "content": content, "tool_call_id": tool_call_id}}
+''', ()),
+    "create_tool_error_result": (f'''\
+def create_tool_error_result(tool_call_id, error_message):
+    """A tool message reporting an error ({_LEGACY_NOTE})."""
+    return create_tool_result(tool_call_id, "Error: " + error_message)
+''', ("create_tool_result",)),
+    "serialize_tool_result": (f'''\
+def serialize_tool_result(result):
+    """A tool's value as message text ({_LEGACY_NOTE})."""
+    import json
+
+    if isinstance(result, bool):
+        return json.dumps(result)
+    if isinstance(result, (int, float)):
+        return str(result)
+    if isinstance(result, str):
+        return result
+    return json.dumps(result)
+''', ()),
+    "execute_tool_calls": (f'''\
+async def execute_tool_calls(tool_calls, executor):
+    """Run ``executor`` on every tool call concurrently; the results in call order ({_LEGACY_NOTE})."""
+    import asyncio
+
+    if not tool_calls:
+        return []
+    return list(await asyncio.gather(*[executor(tool_call) for tool_call in tool_calls]))
+''', ()),
+    "OpenAIFunctionToolSchema": (f'''\
+def OpenAIFunctionToolSchema(type="function", function=None):
+    """A tool schema as the dict the legacy model dumped to ({_LEGACY_NOTE})."""
+    return {{"type": type, "function": function}}
+''', ()),
+    "OpenAIFunctionSchema": (f'''\
+def OpenAIFunctionSchema(name, description, parameters=None, strict=False):
+    """A function schema as the dict the legacy model dumped to ({_LEGACY_NOTE})."""
+    if parameters is None:
+        parameters = {{"type": "object", "properties": {{}}, "required": []}}
+    return {{"name": name, "description": description, "parameters": parameters, "strict": strict}}
+''', ()),
+    "OpenAIFunctionParametersSchema": (f'''\
+def OpenAIFunctionParametersSchema(type, properties, required, **extra):
+    """A parameters schema as the dict the legacy model dumped to ({_LEGACY_NOTE})."""
+    return {{"type": type, "properties": properties, "required": required, **extra}}
+''', ()),
+    "OpenAIFunctionPropertySchema": (f'''\
+def OpenAIFunctionPropertySchema(type=None, description=None, enum=None, **extra):
+    """A property schema as the dict the legacy model dumped to ({_LEGACY_NOTE})."""
+    fields = {{"type": type, "description": description, "enum": enum}}
+    return {{**{{k: v for k, v in fields.items() if v is not None}}, **extra}}
+''', ()),
+}
+
+
+def legacy_helper_statements(names: Sequence[str], module: cst.Module) -> list[cst.BaseStatement]:
+    """Definitions of the legacy helpers ``names`` and those they need, dependencies first."""
+    order: list[str] = []
+
+    def add(name: str) -> None:
+        if name in order:
+            return
+        for dep in LEGACY_HELPERS[name][1]:
+            add(dep)
+        order.append(name)
+
+    for name in names:
+        add(name)
+    ind, nl = module.default_indent, module.default_newline
+    out: list[cst.BaseStatement] = []
+    for name in order:
+        stmt = cst.parse_statement(_reindent(LEGACY_HELPERS[name][0], ind, nl), config=module.config_for_parsing)
+        out.append(stmt.with_changes(leading_lines=[cst.EmptyLine(indent=False)] * 2))
+    return out

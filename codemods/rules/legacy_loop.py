@@ -1,33 +1,39 @@
 """``legacy-loop`` (OM300): a legacy ``RolloutAgentLoop`` subclass → an ``AgentWorkflow`` + a ``Grader``.
 
-**Rewrite** (``--strategy auto`` when recognised, or ``rewrite``): the documented tool loop (seeds/legacy-agent-loop.md,
-"Complete Agent Example": tool schemas as dicts or ``OpenAIFunctionToolSchema`` objects, a name→function registry or
-an if/elif dispatcher run by ``execute_tool_calls``, ``ctx.chat`` turns in ``for … in range(max_turns)``,
-``ctx.complete(…, reward=…)``) becomes
+**Rewrite** (``--strategy auto`` or ``rewrite``) of the documented loop styles (seeds/legacy-agent-loop.md and the SDK
+quick start): ``ctx.chat`` turns in ``for … in range(max_turns)`` (``ctx.request.max_turns``, a number, a local or a
+class attribute holding one) — or a single model call —, tools run by ``execute_tool_calls(calls, executor)`` or one
+at a time in a ``for`` over the reply's tool calls, exits only where a Strands agent stops (a reply without tool calls;
+the token budget is noted as dropped), one or more ``ctx.complete(messages, …, reward=…)`` with the same reward.
+The output:
 
-* the tool functions decorated in place as Strands tools, ``@tool(name=…, description=…, inputSchema={"json": …})``
-  with the exact names, descriptions and parameter schemas the loop declared (OM305);
-* ``class <Name>Config(AgentWorkflowConfig)`` (``name`` = the loop's name, ``max_turns``, and the
-  ``create_app(max_concurrent=…)`` limit as ``concurrency``) with a module-level instance; ``class <Name>Workflow``
-  running an ``OsmosisStrandsAgent`` with those tools on ``ctx.prompt``, stopped after ``max_turns`` model calls as the
-  loop was; ``class <Name>Grader`` computing the loop's reward expression — moved verbatim, helper methods and class
-  attributes it uses included — with the messages replaced by the sample's last assistant text (library helper
-  ``last_assistant_text``, any message shape) and ``ctx.request.metadata`` by the grader's metadata, in which the
-  dataset label is ``metadata["ground_truth"]`` (as the legacy controller sent it) unless the metadata has that key
-  (OM301). ``<Name>`` is the class name without a trailing ``Loop``.
+* tools: with literal schemas and a registry/if-elif executor over module functions, the functions are decorated in
+  place as Strands tools with the exact names, descriptions and schemas (OM305); otherwise (schemas from a sibling
+  module or a helper, ``get_tools`` with logic, an executor method, post-processing) the loop's own executor runs
+  each call through ``legacy_strands_tools(<schemas>, <executor>)``, a helper generated into the file; the methods it
+  needs move into the workflow class;
+* ``class <Name>Config(AgentWorkflowConfig)`` (``name``, ``max_turns``, ``concurrency`` from ``create_app``) with a
+  module-level instance; ``class <Name>Workflow`` running an ``OsmosisStrandsAgent`` on ``ctx.prompt``, stopped after
+  ``max_turns`` model calls; ``class <Name>Grader`` computing the loop's reward expression — moved verbatim, helper
+  methods and class attributes included — on the sample's last assistant text (``last_assistant_text``, generated
+  into the file) with ``ctx.request.metadata`` → the grader's metadata (label as ``metadata["ground_truth"]``) (OM301).
+  No reward at all → no grader, TODO OM394; an exit without reward → TODO OM393. ``ctx.target`` "0.3" writes the
+  0.3 grader (``ctx.sample`` + ``set_reward``) and imports ``create_rollout_server`` from ``osmosis_ai.rollout.server``.
+* legacy SDK helpers the file still calls (``get_tool_call_info``, ``create_tool_result``, the schema classes …) are
+  written into it: the output needs osmosis-ai only, never osmosis_compat.
 
-**Wrap** (``auto`` when not recognised, or ``wrap``): the class stays as it was and
-``<Name>Workflow, <Name>Grader = loop_as_workflow(<Class>)`` follows it (OM302) — the adapter runs the loop
-unchanged and grades with the reward it passes to ``ctx.complete``.
+**Wrap** (only ``--strategy wrap``): the class stays and ``<Name>Workflow, <Name>Grader = loop_as_workflow(<Class>)``
+follows it (OM302), with TODO OM395 saying the file now needs osmosis-compat. A class whose ``__init__`` needs
+arguments is wrapped through the instance the module builds, or not at all (a wrap must never fail at import).
 
 **Serving lines** (both): ``agent_loop = X()`` / ``app = create_app(agent_loop, …)`` (module level or in a function)
 become ``backend = LocalBackend(workflow=…, workflow_config=…, grader=…)`` / ``app = create_rollout_server(backend=backend)``
 (OM303); ``max_concurrent`` becomes the config's ``concurrency`` (legacy default 100 when absent); other
 ``create_app`` arguments are listed in an OM391 TODO. Imports the rule made unused go, the new ones are added (OM304).
 
-TODOs: OM390 ``--strategy rewrite`` on a loop that is not the recognisable tool loop (the reason is in the marker);
+TODOs: OM390 a loop that is not rewritten (``auto``/``rewrite``: the precise reason; never wrapped unasked);
 OM391 ``create_app`` arguments with no equivalent; OM392 a loop class defined inside a function, or a file that now
-has several workflows (discovery wants one per entrypoint module).
+has several workflows (discovery wants one per entrypoint module); OM393/OM394 rewards; OM395 an explicit wrap.
 A class carrying ``# osmosis-migrate: skip`` is left alone, with its serving lines.
 """
 
@@ -46,6 +52,7 @@ from codemods.base import (
     dotted_name,
     has_skip_marker,
     remove_unused_imports,
+    used_names,
     with_todo_comment,
 )
 from codemods.rules._legacy_loop_analysis import (
@@ -58,10 +65,13 @@ from codemods.rules._legacy_loop_analysis import (
     walk_cache,
 )
 from codemods.rules._legacy_loop_emit import (
+    LEGACY_HELPER_MODULES,
+    LEGACY_HELPERS,
     LEGACY_MAX_CONCURRENT,
-    MESSAGES_HELPER,
     STRANDS_MOD,
     backend_statement,
+    helper_statements,
+    legacy_helper_statements,
     rewrite_statements,
     server_call,
     snake,
@@ -78,12 +88,19 @@ CREATE_APP = (
     "osmosis_ai.rollout.server.app.create_app",
 )
 ADAPTER = ("osmosis_compat.adapters", "loop_as_workflow")
+SERVER_03 = "osmosis_ai.rollout.server"  # 0.3 dropped the re-export of create_rollout_server from osmosis_ai.rollout
 REWRITE_IMPORTS = [
     (ROLLOUT, "AgentWorkflow"), (ROLLOUT, "AgentWorkflowConfig"), (ROLLOUT, "AgentWorkflowContext"),
     (ROLLOUT, "Grader"), (ROLLOUT, "GraderContext"), (ROLLOUT, "LocalBackend"), (ROLLOUT, "create_rollout_server"),
     (ROLLOUT, "ConcurrencyConfig"), (STRANDS_MOD, "OsmosisRolloutModel"), (STRANDS_MOD, "OsmosisStrandsAgent"),
-    ("strands", "tool"), ("strands.hooks", "AfterToolsEvent"), MESSAGES_HELPER,
+    ("strands", "tool"), ("strands.hooks", "AfterToolsEvent"), ("strands.tools.executors", "SequentialToolExecutor"),
 ]
+HELPERS = ("last_assistant_text", "legacy_strands_tools")  # functions a rewrite may generate into the file
+WRAP_TODO = (
+    "this loop still runs on osmosis-compat, not on osmosis-ai alone: loop_as_workflow (osmosis_compat.adapters) "
+    "serves it unchanged. Keep osmosis-compat installed where it is served, or port the loop to an AgentWorkflow + "
+    "Grader (osmosis-migrate --strategy rewrite says what stops the rewrite)"
+)
 
 
 @dataclass
@@ -131,6 +148,7 @@ class _Migration:
         self.used_names: set[str] = set(self.index.bound)
         self.per_stmt = ctx.top_level_name_counts(module)  # per top-level statement, from CPython's ast (or None)
         self.generated: set[int] = set()  # ids of the config/workflow/grader statements a rewrite wrote
+        self.helpers: set[str] = set()  # helper functions generated into the file so far
         self.moved: list[cst.CSTNode] = []  # the user code those statements carry (reward, helpers)
 
     # ---------------------------------------------------------------------------------------------- finding
@@ -232,7 +250,8 @@ class _Migration:
     def decide(self, cls: cst.ClassDef, sites: list[_Site], counts: dict[str, int]) -> _Decision:
         strategy = self.ctx.strategy
         if strategy == "wrap":
-            return _Decision("wrap")
+            reason = self.wrap_blocker(cls)
+            return _Decision("wrap") if reason is None else _Decision("todo", reason=reason)
         result = analyse(cls, self.module, self.table, self.index)
         if isinstance(result, LoopPlan):
             reason = self.rewrite_blocker(cls, result, sites, counts)
@@ -240,7 +259,29 @@ class _Migration:
                 return _Decision("rewrite", result)
             result = NotRecognised(reason)
         assert isinstance(result, NotRecognised)
-        return _Decision("todo" if strategy == "rewrite" else "wrap", reason=result.reason)
+        # a loop that cannot be rewritten is never wrapped unasked: a wrap keeps the file on osmosis-compat
+        return _Decision("todo", reason=result.reason)
+
+    def wrap_blocker(self, cls: cst.ClassDef) -> Optional[str]:
+        """Why ``loop_as_workflow`` cannot wrap ``cls`` at import time: it builds the loop without arguments, so
+        an ``__init__`` with required parameters needs an instance the module builds (that one is wrapped)."""
+        name = cls.name.value
+        for stmt in self.module.body:
+            if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
+                value = stmt.body[0].value
+                if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == name:
+                    return None
+        body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else []
+        init = next((s for s in body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+        if init is None:
+            return None
+        p = init.params
+        required = [x.name.value for x in (*p.posonly_params, *p.params)[1:] if x.default is None]
+        required += [x.name.value for x in p.kwonly_params if x.default is None]
+        if required:
+            return (f"its __init__ needs arguments ({', '.join(required)}) and the module builds no instance at top "
+                    f"level: loop_as_workflow({name}) would build it without them and fail at import")
+        return None
 
     def rewrite_blocker(self, cls: cst.ClassDef, plan: LoopPlan, sites: list[_Site], counts: dict[str, int]) -> Optional[str]:
         """Why the class cannot go away (it is referenced elsewhere), or a name the rewrite adds is taken."""
@@ -254,11 +295,11 @@ class _Migration:
             if a is not None and (a.value.args or counts.get(s.var, 0) != 1 + sum(1 for t in mine if t.var == s.var)):
                 return f"the instance `{s.var}` of {name} is used beyond create_app() or built with arguments"
         base = stem(name)
-        for new in (f"{base}Config", f"{base}Workflow", f"{base}Grader", f"{snake(base)}_config"):
-            if new in self.used_names:
+        for new in (f"{base}Config", f"{base}Workflow", f"{base}Grader", f"{snake(base)}_config", *HELPERS):
+            if new in self.used_names and new not in self.helpers:
                 return f"the name {new} the rewrite would add is already used"
         for mod, new in REWRITE_IMPORTS:
-            if new in self.index.bound and self.table.names.get(new) != f"{mod}.{new}":
+            if new in self.index.bound and self.table.names.get(new) not in (f"{mod}.{new}", f"{SERVER_03}.{new}"):
                 return f"`{new}`, a name the rewrite imports, is bound to something else in this module"
         for tool in plan.tools:
             if counts.get(tool.function, 0) < 1:
@@ -330,7 +371,7 @@ class _Migration:
                     continue
                 if top and id(stmt) in wrap_lines:
                     cname, var = wrap_lines[id(stmt)]
-                    out += [stmt, wrap_statement(cname, var, self.module)]
+                    out += [stmt, with_todo_comment(wrap_statement(cname, var, self.module), "OM395", WRAP_TODO)]
                     continue
                 if id(stmt) in var_stmts:
                     site = var_stmts[id(stmt)]
@@ -357,14 +398,18 @@ class _Migration:
                             new_stmt = with_todo_comment(new_stmt, "OM391", reason)
                             self.ctx.todo("OM391", stmt, reason)
                     out.append(new_stmt)
-                    self.needed += [(ROLLOUT, "LocalBackend"), (ROLLOUT, "create_rollout_server")]
+                    self.needed += [(ROLLOUT, "LocalBackend"),
+                                    (SERVER_03 if self.ctx.target == "0.3" else ROLLOUT, "create_rollout_server")]
                     continue
                 out.append(stmt)
             return out
 
         body = process(list(self.module.body), True)
-        if workflows > 1 and any(d.kind == "rewrite" for d in decisions.values()):
-            first = next(i for i, s in enumerate(body) if isinstance(s, cst.ClassDef) and s.name.value.endswith("Workflow"))
+        if workflows > 1:
+            first = next(i for i, s in enumerate(body) if (isinstance(s, cst.ClassDef) and s.name.value.endswith("Workflow"))
+                         or (isinstance(s, cst.SimpleStatementLine) and isinstance(s.body[0], cst.Assign)
+                             and isinstance(s.body[0].value, cst.Call)
+                             and dotted_name(s.body[0].value.func) == "loop_as_workflow"))
             reason = ("this module now defines several workflows; the platform's discovery wants exactly one "
                       "AgentWorkflow per entrypoint module: move the others to their own modules")
             body[first] = with_todo_comment(body[first], "OM392", reason)
@@ -379,7 +424,34 @@ class _Migration:
             if removed:
                 msg += "; unused removed: " + ", ".join(removed)
             self.ctx.edit("OM304", 0, msg)
+        if any(d.kind == "rewrite" for d in decisions.values()):
+            module = self.inline_legacy_helpers(module)
         return module
+
+    def inline_legacy_helpers(self, module: cst.Module) -> cst.Module:
+        """Legacy SDK helpers the rewritten file still calls (get_tool_call_info, create_tool_result, the schema
+        classes, …) are written into it, their import dropped: osmosis-ai 0.2.18+ has none of them."""
+        table = ImportTable.of(module)
+        used = used_names(module)
+        wanted = [local for local, q in table.names.items()
+                  if local in LEGACY_HELPERS and q == f"{q.rpartition('.')[0]}.{local}"
+                  and q.rpartition(".")[0] in LEGACY_HELPER_MODULES and local in used]
+        if not wanted:
+            return module
+        module, _ = remove_unused_imports(module, wanted, used - set(wanted))
+        defs = legacy_helper_statements(wanted, module)
+        body = list(module.body)
+        at = 0
+        for i, stmt in enumerate(body):
+            if isinstance(stmt, cst.SimpleStatementLine) and all(isinstance(x, (cst.Import, cst.ImportFrom)) for x in stmt.body):
+                at = i + 1
+        if at < len(body):
+            body[at] = body[at].with_changes(leading_lines=[cst.EmptyLine(indent=False)] * 2 + [
+                l for l in body[at].leading_lines if l.comment is not None])
+        body[at:at] = defs
+        self.ctx.edit("OM304", 0, "legacy SDK helpers written into the file (osmosis-ai 0.2.18+ has none): "
+                      + ", ".join(sorted(wanted)))
+        return module.with_changes(body=body)
 
     def used_in(self, module: cst.Module) -> set[str]:
         """``base.used_names`` of ``module``, from the memoised walk (unchanged statements are not walked again)."""
@@ -416,8 +488,12 @@ class _Migration:
         name = cls.name.value
         self.removed_refs.update(n.value for n in _walk(cls) if isinstance(n, cst.Name))
         if d.kind == "todo":
-            reason = (f"not rewritten ({d.reason}); run with --strategy auto or wrap to serve it unchanged through "
-                      "osmosis_compat.adapters.loop_as_workflow, or port it to an AgentWorkflow + Grader by hand")
+            if self.ctx.strategy == "wrap":
+                reason = f"not wrapped: {d.reason}; build it at module level, or port it to an AgentWorkflow + Grader"
+            else:
+                reason = (f"not rewritten: {d.reason}. Port it to an AgentWorkflow + Grader by hand, or run "
+                          "osmosis-migrate --strategy wrap to serve it unchanged through loop_as_workflow — the file "
+                          "then needs osmosis-compat installed, not osmosis-ai alone")
             self.ctx.todo("OM390", cls, reason)
             return [with_todo_comment(cls, "OM390", reason)]
         if d.kind == "wrap":
@@ -427,11 +503,14 @@ class _Migration:
                 self.ctx.edit("OM302", cls, f"{name} wrapped: {stem(name)}Workflow, {stem(name)}Grader = "
                               f"loop_as_workflow({var}) (the instance the module builds)"
                               + (f" (not rewritten: {d.reason})" if d.reason else ""))
+                self.ctx.todo("OM395", cls, WRAP_TODO)
                 return [cls]
-            line = wrap_statement(name, name, self.module)
+            line = wrap_statement(name, name, self.module).with_changes(leading_lines=[cst.EmptyLine(indent=False)] * 2)
+            line = with_todo_comment(line, "OM395", WRAP_TODO)
             self.ctx.edit("OM302", cls, f"{name} wrapped: {stem(name)}Workflow, {stem(name)}Grader = loop_as_workflow({name})"
                           + (f" (not rewritten: {d.reason})" if d.reason else ""))
-            return [cls, line.with_changes(leading_lines=[cst.EmptyLine(indent=False)] * 2)]
+            self.ctx.todo("OM395", cls, WRAP_TODO)
+            return [cls, line]
         plan = d.plan
         assert plan is not None
         mine = [s for s in sites if s.class_name == name]
@@ -442,17 +521,52 @@ class _Migration:
                 max_c = str(LEGACY_MAX_CONCURRENT)
             elif isinstance(mc, cst.Integer):
                 max_c = mc.value
-        stmts = rewrite_statements(plan, self.module, max_c)
+        stmts = rewrite_statements(plan, self.module, max_c, self.ctx.target)
+        wanted = [h for h in HELPERS if h not in self.helpers and (
+            (h == "last_assistant_text" and plan.reward is not None)
+            or (h == "legacy_strands_tools" and plan.tool_mode == "adapter"))]
+        self.helpers.update(wanted)
+        if wanted:
+            stmts[0] = stmts[0].with_changes(leading_lines=[cst.EmptyLine(indent=False)] * 2)
+        stmts = [*helper_statements(wanted, self.module), *stmts]
         stmts[0] = stmts[0].with_changes(leading_lines=cls.leading_lines)
         self.generated.update(id(s) for s in stmts)
-        self.moved += [plan.reward, *plan.reward_statements, *plan.grader_members]
-        self.needed += [i for i in REWRITE_IMPORTS if i[1] not in ("LocalBackend", "create_rollout_server", "ConcurrencyConfig")]
+        self.moved += [*([plan.reward] if plan.reward is not None else []), *plan.reward_statements,
+                       *plan.grader_members, *plan.workflow_members,
+                       *(cst.parse_expression(e) for e in (plan.schemas_expr, plan.executor) if e)]
+        skip = {"LocalBackend", "create_rollout_server", "ConcurrencyConfig"}
+        if plan.reward is None:
+            skip |= {"Grader", "GraderContext"}
+        if plan.tool_mode != "decorate":
+            skip.add("tool")
+        if plan.tool_mode == "none":
+            skip.add("AfterToolsEvent")
+        if not plan.sequential or plan.tool_mode == "none":
+            skip.add("SequentialToolExecutor")
+        self.needed += [i for i in REWRITE_IMPORTS if i[1] not in skip]
         if max_c is not None:
             self.needed.append((ROLLOUT, "ConcurrencyConfig"))
-        msg = f"{name} → {stem(name)}Config + {stem(name)}Workflow (OsmosisStrandsAgent) + {stem(name)}Grader"
+        base = stem(name)
+        msg = f"{name} → {base}Config + {base}Workflow (OsmosisStrandsAgent)" + (
+            f" + {base}Grader" if plan.reward is not None else "")
+        if plan.tool_mode == "adapter":
+            msg += "; its tools run through the loop's own executor (legacy_strands_tools)"
         if plan.dropped:
             msg += "; left out (no workflow equivalent): " + ", ".join(plan.dropped)
         self.ctx.edit("OM301", cls, msg)
+        wf_at = next(i for i, s in enumerate(stmts) if isinstance(s, cst.ClassDef) and s.name.value == f"{base}Workflow")
+        if plan.reward is None:
+            reason = ("the legacy loop passed no reward to ctx.complete() (the platform computed it), so no Grader "
+                      f"was written: if rewards are computed in the rollout, add one — it can read the sample's "
+                      "final answer (last assistant text of sample.messages), ctx.label and ctx.metadata — and pass "
+                      "it to LocalBackend(grader=…)")
+            stmts[wf_at] = with_todo_comment(stmts[wf_at], "OM394", reason)
+            self.ctx.todo("OM394", cls, reason)
+        elif plan.reward_note:
+            gr_at = next(i for i, s in enumerate(stmts) if isinstance(s, cst.ClassDef) and s.name.value == f"{base}Grader")
+            stmts[gr_at] = with_todo_comment(stmts[gr_at], "OM393", plan.reward_note)
+            self.ctx.todo("OM393", cls, plan.reward_note)
+        self.generated.update(id(s) for s in stmts)
         return stmts
 
     def backend_for(self, site: _Site, d: _Decision, leading) -> cst.SimpleStatementLine:
@@ -479,7 +593,8 @@ class _Migration:
             loop_name = self.loop_name(site.class_name)
             config = f"AgentWorkflowConfig(name={loop_name}, concurrency=ConcurrencyConfig(max_concurrent={mc_src}))"
             self.needed += [(ROLLOUT, "AgentWorkflowConfig"), (ROLLOUT, "ConcurrencyConfig")]
-        stmt = backend_statement(var, site.class_name, config, self.module)
+        stmt = backend_statement(var, site.class_name, config, self.module,
+                                 grader=d.kind != "rewrite" or d.plan.reward is not None)
         if site.var_stmt is not None:
             self.removed_refs.update(n.value for n in _walk(site.var_stmt) if isinstance(n, cst.Name))
         return stmt.with_changes(leading_lines=list(leading))
