@@ -20,7 +20,7 @@ EXIT_FAILED = 3
 
 EPILOG = """\
 commands:
-  osmosis-migrate [PATH ...]        migrate files in place (default PATH: .)
+  osmosis-migrate PATH [PATH ...]   migrate files in place (write `.` for the current directory)
   osmosis-migrate rules             list the rules and their codes
   osmosis-migrate todo [PATH ...]   list the TODO(osmosis-migrate …) markers still open (exit 1 if any)
   (to migrate a directory named `rules` or `todo`, write ./rules)
@@ -62,7 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (default: .)")
+    p.add_argument("paths", nargs="*", metavar="PATH",
+                   help="files or directories, migrated in place (required: write `.` for the current directory)")
+    p.add_argument("--version", action="version", version=f"osmosis-migrate {_version()}")
     mode = p.add_argument_group("mode")
     mode.add_argument("--diff", action="store_true", help="print a unified diff, write nothing (exit 1 if anything would change)")
     mode.add_argument("--check", action="store_true", help="write nothing; exit 1 if anything would change")
@@ -73,7 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--select", action="append", metavar="CODES", help="only these rules: codes/prefixes (OM1, OM100) or names, comma-separated")
     p.add_argument("--ignore", action="append", metavar="CODES", help="skip these rules (same syntax as --select)")
     p.add_argument("--strategy", choices=("auto", "rewrite", "wrap"), default="auto",
-                   help="legacy loops: rewrite to a Strands workflow, wrap with the adapter, or auto (default)")
+                   help="legacy loops: rewrite to a Strands workflow (auto, the default, and rewrite; a loop that "
+                   "cannot be rewritten gets a TODO) or wrap with osmosis-compat's adapter (the file then needs "
+                   "osmosis-compat)")
+    p.add_argument("--target", choices=("auto", "0.2", "0.3"), default="auto",
+                   help="osmosis-ai API to write: 0.2 (named sessions, ctx.samples + set_sample_reward) or 0.3 (one "
+                   "sample, ctx.sample + set_reward, sessions without names); auto (default): the osmosis-ai "
+                   "requirement declared in the closest pyproject.toml / requirements*.txt / setup.cfg, else 0.2")
     p.add_argument("--exclude", action="append", metavar="GLOB", default=[], help="exclude files/directories matching GLOB (repeatable)")
     p.add_argument("--no-default-excludes", action="store_true", help="do not skip .git, virtualenvs, .tox, build, dist, site-packages, node_modules, …")
     p.add_argument("--no-gitignore", action="store_true", help="do not honour .gitignore files")
@@ -83,6 +91,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar (it is shown only on a terminal anyway)")
     p.add_argument("-q", "--quiet", action="store_true", help="print only the summary's first line")
     return p
+
+
+def _version() -> str:
+    """The installed osmosis-compat version (osmosis-migrate ships in it)."""
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+
+        return version("osmosis-compat")
+    except (ImportError, PackageNotFoundError):  # running from a source tree that is not installed
+        return "unknown"
 
 
 def _progress_printer(stream):
@@ -201,8 +219,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return _cmd_rules()
     if argv[:1] == ["todo"]:
         return _cmd_todo(argv[1:])
-    args = build_parser().parse_args(argv)
-    paths = args.paths or ["."]
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.paths:
+        # files are rewritten in place: the tree to touch is never implied
+        parser.print_usage(sys.stderr)
+        print("osmosis-migrate: error: give the files or directories to migrate (they are rewritten in place); "
+              "write `osmosis-migrate .` for the current directory", file=sys.stderr)
+        return EXIT_USAGE
+    paths = args.paths
     missing = [x for x in paths if not os.path.exists(x)]
     if missing:
         print(f"osmosis-migrate: error: no such file or directory: {', '.join(missing)}", file=sys.stderr)
@@ -212,7 +237,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return EXIT_USAGE
 
     from codemods.driver import STATUS_CHANGED, UsageError, run_many, select_rules, write_atomic
-    from codemods.report import build_report, format_summary, summarize, write_report
+    from codemods.report import build_report, format_summary, relocate_lines, summarize, write_report
+    from codemods.targets import TargetChoice, detect_target
     from codemods.walk import iter_python_files
 
     try:
@@ -229,8 +255,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     progress = None
     if not args.no_progress and sys.stderr.isatty():
         progress = _progress_printer(sys.stderr)
-    results = run_many(files, rules, strategy=args.strategy, jobs=jobs, progress=progress) if rules else []
+    target = TargetChoice(args.target, "--target") if args.target != "auto" else detect_target(paths)
+    results = run_many(files, rules, strategy=args.strategy, jobs=jobs, progress=progress,
+                       target=target.target) if rules else []
     changed = [r for r in results if r.status == STATUS_CHANGED]
+    for r in changed:
+        relocate_lines(r)
 
     written = 0
     refused = False
@@ -260,11 +290,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     r.status, r.error = "failed", f"cannot write: {exc.strerror or exc}"
 
     summary = summarize(results, rules, written=written)
-    text = format_summary(results, summary, mode)
+    text = format_summary(results, summary, mode, target)
     print(text.splitlines()[0] if args.quiet else text, file=sys.stderr)
     if args.report:
         try:
-            write_report(args.report, build_report(results, summary, mode=mode, strategy=args.strategy, rules=rules))
+            write_report(args.report, build_report(results, summary, mode=mode, strategy=args.strategy, rules=rules, target=target))
         except OSError as exc:
             print(f"osmosis-migrate: error: cannot write report {args.report}: {exc.strerror or exc}", file=sys.stderr)
             return EXIT_USAGE

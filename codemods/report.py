@@ -5,6 +5,7 @@ Report schema, version 1 (``"schema": "osmosis-migrate-report"``, ``"version": 1
     {
       "schema": "osmosis-migrate-report", "version": 1,
       "mode": "write" | "diff" | "check", "strategy": "auto" | "rewrite" | "wrap",
+      "target": {"version": "0.2" | "0.3", "source": str | null},
       "rules": [{"code": "OM100", "name": "strands-agent"}, ...],          # the rules that ran
       "summary": {"scanned": int, "skipped_prefilter": int, "opted_out": int, "changed": int,
                   "unchanged": int, "failed": int, "todos": int, "written": int,
@@ -15,8 +16,9 @@ Report schema, version 1 (``"schema": "osmosis-migrate-report"``, ``"version": 1
                  "error": str | null, "rule": str | null}]                   # prefiltered files are only counted
     }
 
-Line numbers: edits refer to the input file; TODOs to the statement they mark (input line for statements the
-rule left in place, the migrated file's line for markers placed in new code); 0 when unknown. Versions only
+Line numbers are those of the written (migrated) file (:func:`relocate_lines`): a TODO's is its marker comment's,
+an edit's the line of what it changed; 0 when unknown. ``"target"`` (added in version 1 with ``osmosis-migrate
+--target``): the osmosis-ai API the output was written for, and where that choice came from. Versions only
 add keys; a key's meaning never changes within a version.
 """
 
@@ -86,7 +88,8 @@ def summarize(results: Sequence[FileResult], rules: Sequence[Any], written: int 
     return s
 
 
-def format_summary(results: Sequence[FileResult], summary: Summary, mode: str) -> str:
+def format_summary(results: Sequence[FileResult], summary: Summary, mode: str, target: Any = None) -> str:
+    """The summary printed after a run; ``target``: the :class:`codemods.targets.TargetChoice` used."""
     verb = {"write": "changed", "diff": "would change", "check": "would change"}[mode]
     lines = []
     head = (
@@ -97,6 +100,8 @@ def format_summary(results: Sequence[FileResult], summary: Summary, mode: str) -
     if summary.opted_out:
         head += f", {summary.opted_out} opted out"
     lines.append(head)
+    if target is not None:
+        lines.append(f"target: {target.describe()}")
     if summary.changed == 0 and summary.failed == 0 and summary.todos == 0:
         lines.append("nothing to migrate")
     for name, counts in summary.per_rule.items():
@@ -117,12 +122,15 @@ def format_summary(results: Sequence[FileResult], summary: Summary, mode: str) -
     return "\n".join(lines)
 
 
-def build_report(results: Sequence[FileResult], summary: Summary, *, mode: str, strategy: str, rules: Sequence[Any]) -> dict[str, Any]:
+def build_report(results: Sequence[FileResult], summary: Summary, *, mode: str, strategy: str, rules: Sequence[Any],
+                 target: Any = None) -> dict[str, Any]:
+    """The ``--report`` document (schema in the module docstring); ``target``: the TargetChoice used."""
     return {
         "schema": SCHEMA,
         "version": VERSION,
         "mode": mode,
         "strategy": strategy,
+        "target": None if target is None else {"version": target.target, "source": target.source},
         "rules": [{"code": r.code, "name": r.name} for r in rules],
         "summary": asdict(summary),
         "files": [
@@ -144,3 +152,41 @@ def write_report(path: str, report: dict[str, Any]) -> None:
     with open(path, "w", encoding="utf-8") as fh:
         json.dump(report, fh, indent=2)
         fh.write("\n")
+
+
+def relocate_lines(result: FileResult) -> FileResult:
+    """``result`` with its edit/TODO line numbers moved to the *written* file (the summary and report show those).
+
+    A TODO points at its marker comment when the file has it; other lines follow the line diff of the input and
+    the output: an unchanged line keeps its counterpart, a changed one maps to the start of what replaced it.
+    Unknown lines (0) stay 0. Only changed files need it: elsewhere input and output lines are the same.
+    """
+    import difflib
+    from dataclasses import replace
+
+    from codemods.base import todo_marker
+
+    if result.status != STATUS_CHANGED or result.old_bytes is None or result.new_bytes is None:
+        return result
+    old = result.old_bytes.decode("utf-8", "replace").splitlines()
+    new = result.new_bytes.decode("utf-8", "replace").splitlines()
+    mapping: dict[int, int] = {}
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        for i in range(i1, i2):
+            mapping[i + 1] = (j1 + (i - i1) if tag == "equal" else j1) + 1
+    markers: dict[str, list[int]] = {}
+    for n, line in enumerate(new, 1):
+        stripped = line.strip()
+        if stripped.startswith("# TODO(osmosis-migrate"):
+            markers.setdefault(stripped, []).append(n)
+
+    def moved(line: int) -> int:
+        return mapping.get(line, min(line, len(new))) if line > 0 else 0
+
+    todos = []
+    for t in result.todos:
+        found = markers.get(todo_marker(t.code, t.reason))
+        todos.append(replace(t, line=found.pop(0) if found else moved(t.line)))
+    result.edits = [replace(e, line=moved(e.line)) for e in result.edits]
+    result.todos = todos
+    return result

@@ -29,25 +29,26 @@ def tree(tmp_path, monkeypatch):
 
 
 def run(capsys, *argv):
+    """``main(argv)`` in process; tests name the tree (``.``) explicitly, as users must (files are written in place)."""
     code = main(list(argv))
     out, err = capsys.readouterr()
     return code, out, err
 
 
 def test_writes_in_place_then_nothing_to_do(tree, capsys):
-    code, _, err = run(capsys, "--no-progress")
+    code, _, err = run(capsys, "--no-progress", ".")
     assert code == EXIT_OK
     assert "3 files scanned, 1 skipped by prefilter, 2 changed" in err
     assert "strands-agent: 1 file(s) changed" in err and "openai-agent: 1 file(s) changed" in err
     assert "OsmosisStrandsAgent" in (tree / "pkg" / "strands_agent.py").read_text()
-    code, _, err = run(capsys)
+    code, _, err = run(capsys, ".")
     assert code == EXIT_OK and "0 changed, 2 unchanged" in err
 
 
 def test_nothing_to_migrate_is_said(tmp_path, monkeypatch, capsys):
     (tmp_path / "a.py").write_text("x = 1\n")
     monkeypatch.chdir(tmp_path)
-    code, _, err = run(capsys)
+    code, _, err = run(capsys, ".")
     assert code == EXIT_OK and "nothing to migrate" in err and "1 skipped by prefilter" in err
 
 
@@ -68,23 +69,23 @@ def test_diff_of_a_latin1_file(tree, capsys):
 
 
 def test_check(tree, capsys):
-    assert run(capsys, "--check")[0] == EXIT_CHANGES
+    assert run(capsys, "--check", ".")[0] == EXIT_CHANGES
     assert (tree / "pkg" / "openai_agent.py").read_text() == OPENAI
-    assert run(capsys)[0] == EXIT_OK
-    assert run(capsys, "--check")[0] == EXIT_OK
+    assert run(capsys, ".")[0] == EXIT_OK
+    assert run(capsys, "--check", ".")[0] == EXIT_OK
 
 
 def test_select_and_ignore(tree, capsys):
-    code, _, err = run(capsys, "--check", "--select", "OM2")
+    code, _, err = run(capsys, "--check", "--select", "OM2", ".")
     assert code == EXIT_CHANGES and "1 would change" in err and "openai-agent" in err
-    code, _, err = run(capsys, "--check", "--ignore", "openai-agent,OM1")
+    code, _, err = run(capsys, "--check", "--ignore", "openai-agent,OM1", ".")
     assert code == EXIT_OK
-    code, _, err = run(capsys, "--select", "OM7")
+    code, _, err = run(capsys, "--select", "OM7", ".")
     assert code == EXIT_USAGE and "unknown rule selector 'OM7'" in err
 
 
 def test_strategy_choices(tree, capsys):
-    assert run(capsys, "--check", "--strategy", "wrap")[0] == EXIT_CHANGES
+    assert run(capsys, "--check", "--strategy", "wrap", ".")[0] == EXIT_CHANGES
     with pytest.raises(SystemExit) as exc:
         main(["--strategy", "bogus"])
     assert exc.value.code == EXIT_USAGE
@@ -95,25 +96,25 @@ def test_exclude_default_excludes_and_gitignore(tree, capsys):
         (tree / d).mkdir(parents=True)
         (tree / d / "agent.py").write_text(STRANDS)
     (tree / ".gitignore").write_text("generated/\n")
-    code, _, err = run(capsys, "--check", "--exclude", "pkg/openai_*")
+    code, _, err = run(capsys, "--check", "--exclude", "pkg/openai_*", ".")
     assert "3 files scanned" not in err and "2 files scanned" in err  # strands_agent.py + plain.py
-    code, _, err = run(capsys, "--check", "--no-default-excludes", "--no-gitignore")
+    code, _, err = run(capsys, "--check", "--no-default-excludes", "--no-gitignore", ".")
     assert "7 files scanned" in err
 
 
 def test_jobs(tree, capsys):
     for i in range(20):
         (tree / f"a{i}.py").write_text(STRANDS if i % 2 else "x = 1\n")
-    code, _, err_pool = run(capsys, "--check", "-j", "2")
-    code1, _, err_one = run(capsys, "--check", "--jobs", "1")
+    code, _, err_pool = run(capsys, "--check", "-j", "2", ".")
+    code1, _, err_one = run(capsys, "--check", "--jobs", "1", ".")
     assert code == code1 == EXIT_CHANGES
     assert err_pool.splitlines()[0] == err_one.splitlines()[0]
-    assert run(capsys, "-j", "0")[0] == EXIT_USAGE
+    assert run(capsys, "-j", "0", ".")[0] == EXIT_USAGE
 
 
 def test_failed_file_exit_3_and_listed(tree, capsys):
     (tree / "broken.py").write_text("import strands\ndef f(:\n")
-    code, _, err = run(capsys)
+    code, _, err = run(capsys, ".")
     assert code == EXIT_FAILED
     assert "1 failed" in err and "broken.py: does not parse" in err
     assert "OsmosisStrandsAgent" in (tree / "pkg" / "strands_agent.py").read_text()  # the rest was migrated
@@ -126,7 +127,7 @@ def test_missing_path_is_a_usage_error(tree, capsys):
 
 def test_report_json(tree, capsys):
     (tree / "broken.py").write_text("import strands\ndef f(:\n")
-    code, _, _ = run(capsys, "--check", "--report", "out.json")
+    code, _, _ = run(capsys, "--check", "--report", "out.json", ".")
     assert code == EXIT_FAILED
     report = json.loads((tree / "out.json").read_text())
     assert report["schema"] == "osmosis-migrate-report" and report["version"] == 1
@@ -151,7 +152,7 @@ def test_rules_command(capsys):
 def test_todo_command(tree, capsys):
     code, out, err = run(capsys, "todo")
     assert code == EXIT_OK and "0 open TODO markers" in err
-    run(capsys)
+    run(capsys, ".")
     code, out, err = run(capsys, "todo", "pkg")
     assert code == EXIT_CHANGES
     assert "pkg/strands_agent.py:" in out and " OM190 `solve` became SolveWorkflow" in out
@@ -184,11 +185,11 @@ def repo(tree):
 
 def test_refuses_dirty_files_without_a_tty(repo, capsys):
     (repo / "pkg" / "strands_agent.py").write_text(STRANDS + "\n# local edit\n")
-    code, _, err = run(capsys)
+    code, _, err = run(capsys, ".")
     assert code == EXIT_USAGE
     assert "uncommitted changes" in err and "pkg/strands_agent.py" in err and "nothing written" in err
     assert "OsmosisAgent" not in (repo / "pkg" / "openai_agent.py").read_text()  # nothing at all is written
-    code, _, _ = run(capsys, "--allow-dirty")
+    code, _, _ = run(capsys, "--allow-dirty", ".")
     assert code == EXIT_OK and "OsmosisStrandsAgent" in (repo / "pkg" / "strands_agent.py").read_text()
 
 
@@ -235,3 +236,58 @@ def test_libcst_tool_runs_a_rule(tmp_path):
     assert proc.returncode == 0, proc.stderr
     out = target.read_text()
     assert "class SolveWorkflow(AgentWorkflow):" in out and "OsmosisStrandsAgent(" in out
+
+
+def test_no_path_prints_usage_and_exits_2(tree, capsys):
+    # issue 10 item 6: it writes in place, so the tree is never implied (before: migrated `.` silently)
+    code, out, err = run(capsys)
+    assert code == EXIT_USAGE and "usage: osmosis-migrate" in err and "osmosis-migrate ." in err
+    assert (tree / "pkg" / "strands_agent.py").read_text() == STRANDS  # nothing written
+    code, out, err = run(capsys, "--check")
+    assert code == EXIT_USAGE
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    from importlib.metadata import version
+
+    assert capsys.readouterr().out.strip() == f"osmosis-migrate {version('osmosis-compat')}"
+
+
+def test_target_is_read_from_the_declared_requirement_and_reported(tree, capsys):
+    legacy = (FIXTURES / "legacy_loop" / "sdk_docs_calculator.py").read_text()
+    (tree / "pkg" / "loop.py").write_text(legacy)
+    code, _, err = run(capsys, "--diff", "pkg/loop.py")
+    assert "target: osmosis-ai 0.2 (default: no osmosis-ai requirement declared)" in err
+    (tree / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["osmosis-ai[server]>=0.3.2"]\n')
+    code, out, err = run(capsys, "--diff", "--report", "r.json", "pkg/loop.py")
+    assert "target: osmosis-ai 0.3 (" in err and "osmosis-ai>=0.3.2" in err
+    assert "+        ctx.set_reward(reward)" in out
+    assert json.loads((tree / "r.json").read_text())["target"]["version"] == "0.3"
+    code, out, err = run(capsys, "--diff", "--target", "0.2", "pkg/loop.py")
+    assert "target: osmosis-ai 0.2 (--target)" in err and "ctx.set_sample_reward" in out
+
+
+def test_summary_lines_are_those_of_the_written_file(tree, capsys):
+    # before: edit/TODO lines were the input's, so they pointed at the wrong place once imports/classes moved
+    text = (FIXTURES / "legacy_loop" / "init_with_args.py").read_text()
+    text = "\n" * 5 + text.replace("class PromptedLoop", "import os\n\n\nclass PromptedLoop")
+    (tree / "pkg" / "loop.py").write_text(text)
+    (tree / "pkg" / "loop2.py").write_text((FIXTURES / "legacy_loop" / "sdk_docs_calculator.py").read_text())
+    code, _, err = run(capsys, "--allow-dirty", "--report", "r.json", "pkg/loop.py", "pkg/loop2.py")
+    written = (tree / "pkg" / "loop.py").read_text().splitlines()
+    report = {f["path"]: f for f in json.loads((tree / "r.json").read_text())["files"]}
+    [todo] = report["pkg/loop.py"]["todos"]
+    assert written[todo["line"] - 1].startswith("# TODO(osmosis-migrate OM390)")
+    assert f"pkg/loop.py:{todo['line']}: OM390" in err
+    written2 = (tree / "pkg" / "loop2.py").read_text().splitlines()
+    for edit in report["pkg/loop2.py"]["edits"]:
+        if edit["code"] == "OM301":
+            # the start of the code that replaced the class (generated helpers, then the config class)
+            block = written2[edit["line"] - 1: edit["line"] + 80]
+            assert block[0].startswith(("def last_assistant_text", "class CalculatorAgentConfig"))
+            assert "class CalculatorAgentConfig(AgentWorkflowConfig):" in block
+        if edit["code"] == "OM303":
+            assert "create_rollout_server" in written2[edit["line"] - 1] or "LocalBackend" in written2[edit["line"] - 1]
