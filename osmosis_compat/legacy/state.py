@@ -27,6 +27,8 @@ class AppState:
         agent_loop_name: str = "default",
         *,
         drain_timeout_seconds: float = 10.0,
+        store: Any = None,
+        instance_id: str | None = None,
     ) -> None:
         self.settings = settings or get_settings()
         server = self.settings.server
@@ -41,6 +43,8 @@ class AppState:
             cleanup_interval_seconds=self._cleanup_interval,
             drain_timeout_seconds=drain_timeout_seconds,
             keep_completed=True,
+            store=store,
+            instance_id=instance_id,
         )
 
     @property
@@ -54,8 +58,12 @@ class AppState:
         return self.engine.completed_count
 
     def is_duplicate(self, key: str) -> bool:
-        """Whether an init with this idempotency key would be answered from the existing record."""
-        return self.engine.get(key) is not None
+        """Whether an init with this idempotency key would be answered from the existing record (this process's
+        view: with a shared store, a key another process admitted is found only by admission itself)."""
+        if self.engine.get(key) is not None:
+            return True
+        peek = getattr(self.engine.store, "peek", None)
+        return peek is not None and peek(key) is not None
 
     def _prune_completed_records(self) -> int:
         return self.engine.prune()

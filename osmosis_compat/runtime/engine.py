@@ -1,19 +1,20 @@
 """The rollout engine: admission, life cycle and graceful shutdown, for every protocol.
 
 A protocol router turns a request into an idempotency *key* and two coroutines — ``prepare`` (work that must
-succeed before the request is acknowledged, e.g. the legacy ``get_tools``) and ``run`` (the rollout itself,
-which delivers its own outcome) — and hands them to :meth:`RolloutEngine.submit`:
+succeed before the request is acknowledged, e.g. the legacy ``get_tools``) and ``run`` (the rollout itself) — and
+hands them to :meth:`RolloutEngine.submit`:
 
-- a key already known is not started twice: the duplicate gets the leader's ``prepare`` value
-  (``created=False``); if the leader's ``prepare`` failed, duplicates fail the same way and the key is forgotten
-  so a retry starts afresh;
+- the key is claimed in the :class:`~.store.RolloutStore` atomically, so a key already known is not started twice,
+  whichever process the duplicate reaches: the duplicate gets the leader's ``prepare`` value (its *answer*,
+  ``created=False``); if the leader's ``prepare`` failed, duplicates in this process fail the same way and the key
+  is forgotten so a retry starts afresh;
 - ``run`` executes in a tracked background task inside a concurrency slot;
-- finished keys are remembered for ``record_ttl_seconds`` (``keep_completed=True``) or forgotten at once;
+- finished keys are remembered for ``record_ttl_seconds`` (``keep_completed=True``) or forgotten at once; what is
+  remembered is the store record (key, answer, status, result) — never the request or the task;
 - on shutdown the engine stops admitting, lets in-flight rollouts drain for ``drain_timeout_seconds``, cancels
-  what is left and awaits each one's ``abort`` (each bounded), so no accepted rollout ends in silence.
-
-The engine keeps each rollout's :class:`Admission`; ``admission.outcome`` lets a future polling protocol hold a
-result until it is pulled instead of pushing it with callbacks.
+  what is left and awaits each one's ``abort`` (each bounded), so no accepted rollout ends in silence;
+- :meth:`cancel` stops a rollout wherever it runs (a cancel for a rollout of another process goes through the
+  store to its owner).
 """
 
 from __future__ import annotations
@@ -21,27 +22,37 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from .limiter import ConcurrencyLimiter
+from .store import MemoryStore, RolloutRecord, RolloutStore
 
-__all__ = ["Admission", "EngineClosedError", "RolloutEngine", "Submission"]
+__all__ = ["Admission", "EngineClosedError", "EngineFullError", "RolloutEngine", "Submission"]
 
 logger = logging.getLogger("osmosis_compat.runtime.engine")
 
 T = TypeVar("T")
+
+#: How long a duplicate waits for a leader in another process to finish ``prepare``.
+DUPLICATE_ANSWER_WAIT_SECONDS = 60.0
 
 
 class EngineClosedError(RuntimeError):
     """The engine is shutting down and admits no new rollouts."""
 
 
+class EngineFullError(RuntimeError):
+    """``max_pending`` rollouts are admitted and unfinished; the controller should retry later."""
+
+
 @dataclass
 class Admission:
-    """One admitted rollout as the engine tracks it."""
+    """One rollout admitted by this process, while it runs here."""
 
     key: str
     admitted_at: float = field(default_factory=time.monotonic)
@@ -50,32 +61,33 @@ class Admission:
     """Monotonic time the rollout got its concurrency slot."""
     finished_at: float | None = None
     aborted: bool = False
-    outcome: Any = None
-    """What the rollout produced, for protocols that hold results until pulled."""
+    cancelled: bool = False
+    """Set when :meth:`RolloutEngine.cancel` stopped it."""
     context: dict[str, Any] = field(default_factory=dict)
-    """Free-form per-rollout state the protocol layer wants to keep with the admission."""
+    """Free-form per-rollout state the protocol layer keeps while the rollout runs."""
 
 
 @dataclass(frozen=True)
 class Submission(Generic[T]):
-    """The answer to :meth:`RolloutEngine.submit`."""
+    """The answer to :meth:`RolloutEngine.submit`: ``admission`` is ``None`` for a duplicate handled elsewhere."""
 
     value: T
     created: bool
-    admission: Admission
+    admission: Admission | None
+    record: RolloutRecord | None = None
+    """For a duplicate: the existing record (status, result …)."""
 
 
 @dataclass
-class _Record:
-    future: asyncio.Future[Any]
-    admission: Admission | None = None
-    task: asyncio.Task[None] | None = None
+class _Local:
+    admission: Admission
+    prepared: asyncio.Future[Any]
     abort: Callable[[Admission], Awaitable[None]] | None = None
-    completed_at: float | None = None
+    task: asyncio.Task[None] | None = None
 
 
 class RolloutEngine:
-    """Admits rollouts by key and runs them as tracked background tasks."""
+    """Admits rollouts by key and runs them as tracked background tasks (see the module docstring)."""
 
     def __init__(
         self,
@@ -86,6 +98,9 @@ class RolloutEngine:
         drain_timeout_seconds: float = 10.0,
         abort_timeout_seconds: float = 30.0,
         keep_completed: bool = True,
+        max_pending: int | None = None,
+        store: RolloutStore | None = None,
+        instance_id: str | None = None,
     ) -> None:
         self.limiter = ConcurrencyLimiter(max_concurrent=max_concurrent)
         self.record_ttl_seconds = record_ttl_seconds
@@ -93,10 +108,20 @@ class RolloutEngine:
         self.drain_timeout_seconds = drain_timeout_seconds
         self.abort_timeout_seconds = abort_timeout_seconds
         self.keep_completed = keep_completed
-        self._records: dict[str, _Record] = {}
-        self._running: dict[asyncio.Task[None], _Record] = {}
+        self.max_pending = max_pending
+        self.store: RolloutStore = store if store is not None else MemoryStore()
+        self.instance_id = instance_id or str(uuid.uuid4())
+        self._local: dict[str, _Local] = {}
+        self._running: dict[asyncio.Task[None], _Local] = {}
+        self._completions: deque[float] = deque()
         self._closing = False
         self._cleanup_task: asyncio.Task[None] | None = None
+        self.store.on_cancel(self.instance_id, self._on_cancel_request)
+
+    @property
+    def retention_seconds(self) -> float:
+        """How long a finished key is remembered (``0`` when finished keys are forgotten)."""
+        return self.record_ttl_seconds if self.keep_completed else 0.0
 
     # -- admission -------------------------------------------------------------------------------------------
 
@@ -107,87 +132,183 @@ class RolloutEngine:
         run: Callable[[Admission], Awaitable[None]],
         prepare: Callable[[], Awaitable[T]] | None = None,
         abort: Callable[[Admission], Awaitable[None]] | None = None,
+        protocol: str = "",
+        fields: dict[str, Any] | None = None,
     ) -> Submission[T]:
         """Admit the rollout identified by ``key`` unless that key is already known (see module docstring).
 
-        Raises whatever ``prepare`` raised (nothing is started then) and :class:`EngineClosedError` while
-        shutting down.
+        ``fields`` are extra :class:`~.store.RolloutRecord` fields stored with the key (e.g. a polling lease).
+        Raises whatever ``prepare`` raised (nothing is started then), :class:`EngineClosedError` while shutting
+        down, :class:`EngineFullError` when ``max_pending`` is reached, and the store's
+        :class:`~.store.StoreUnavailableError` (nothing is admitted then).
         """
-        record = self._records.get(key)
-        if record is not None:
-            value = await asyncio.shield(record.future)
-            assert record.admission is not None
-            return Submission(value=value, created=False, admission=record.admission)
-        if self._closing:
-            raise EngineClosedError("the server is shutting down and accepts no new rollouts")
-        loop = asyncio.get_running_loop()
-        record = _Record(future=loop.create_future(), abort=abort)
-        self._records[key] = record
-        admission = Admission(key=key)
+        while True:
+            local = self._local.get(key)
+            if local is not None:  # the leader is in this process: share its prepare
+                value = await asyncio.shield(local.prepared)
+                return Submission(value=value, created=False, admission=local.admission)
+            if self._closing:
+                raise EngineClosedError("the server is shutting down and accepts no new rollouts")
+            if self.max_pending is not None and len(self._local) >= self.max_pending:
+                raise EngineFullError(f"{len(self._local)} rollouts are pending (max_pending={self.max_pending})")
+            loop = asyncio.get_running_loop()
+            local = _Local(admission=Admission(key=key), prepared=loop.create_future(), abort=abort)
+            self._local[key] = local
+            record = RolloutRecord(key=key, owner=self.instance_id, protocol=protocol, **(fields or {}))
+            try:
+                existing = await self.store.create(record)
+            except BaseException as exc:
+                self._forget(local, exc)
+                raise
+            if existing is None:
+                break
+            # A duplicate of a rollout another process admitted (or one this process finished and remembers).
+            self._local.pop(key, None)
+            answer = await self._answer_of(existing, wanted=prepare is not None)
+            if answer is _GONE:
+                local.prepared.cancel()
+                continue  # the leader's prepare failed and the key was forgotten: start afresh
+            local.prepared.set_result(answer)
+            return Submission(value=answer, created=False, admission=None, record=existing)
+
         try:
             value = await prepare() if prepare is not None else None
+            if value is not None:
+                await self.store.update(key, answer=value)
         except BaseException as exc:
-            if self._records.get(key) is record:
-                del self._records[key]
-            record.future.set_exception(exc)
-            record.future.exception()  # mark retrieved: duplicates may not exist
+            self._forget(local, exc)
+            try:
+                await self.store.delete(key)
+            except Exception:  # the store is down: the record will expire with its owner's heartbeat
+                logger.warning("Rollout %s: could not forget the key after a failed prepare", key)
             raise
-        record.admission = admission
-        record.task = loop.create_task(self._run(record, admission, run), name=f"rollout:{key}")
-        self._running[record.task] = record
-        record.future.set_result(value)
-        return Submission(value=value, created=True, admission=admission)
+        local.task = loop.create_task(self._run(local, run), name=f"rollout:{key}")
+        self._running[local.task] = local
+        local.prepared.set_result(value)
+        return Submission(value=value, created=True, admission=local.admission)
 
-    async def _run(self, record: _Record, admission: Admission, run: Callable[[Admission], Awaitable[None]]) -> None:
+    def _forget(self, local: _Local, exc: BaseException) -> None:
+        if self._local.get(local.admission.key) is local:
+            del self._local[local.admission.key]
+        if isinstance(exc, Exception):
+            local.prepared.set_exception(exc)
+            local.prepared.exception()  # mark retrieved: duplicates may not exist
+        else:
+            local.prepared.cancel()
+
+    async def _answer_of(self, record: RolloutRecord, *, wanted: bool) -> Any:
+        """The leader's answer; waits (bounded) while a leader elsewhere is still preparing."""
+        deadline = time.monotonic() + DUPLICATE_ANSWER_WAIT_SECONDS
+        current: RolloutRecord | None = record
+        while current is not None and wanted and current.answer is None and not current.finished:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            current = await self.store.wait_for_change(current.key, current.version, min(remaining, 1.0))
+        if current is None:
+            return _GONE
+        return current.answer
+
+    async def _run(self, local: _Local, run: Callable[[Admission], Awaitable[None]]) -> None:
+        admission = local.admission
+        status = "failure"
         try:
             async with self.limiter.acquire():
                 admission.started_at = time.monotonic()
                 await run(admission)
+            status = "success"
         except asyncio.CancelledError:
+            status = "cancelled"
             raise
         except Exception:
             # ``run`` owns its error reporting; anything escaping it is an infrastructure bug worth a trace.
             logger.exception("Rollout %s: unhandled error escaped the rollout task", admission.key)
         finally:
             admission.finished_at = time.monotonic()
-            if record.task is not None:
-                self._running.pop(record.task, None)
-            record.task = None
-            record.completed_at = admission.finished_at
-            if not self.keep_completed and self._records.get(admission.key) is record:
-                del self._records[admission.key]
+            if local.task is not None:
+                self._running.pop(local.task, None)
+            local.task = None
+            local.abort = None
+            if self._local.get(admission.key) is local:
+                del self._local[admission.key]
+            if self.keep_completed:
+                self._completions.append(time.monotonic())
+            # Protocols that hold results finished the record themselves; this only starts the retention of
+            # the others (a no-op for a finished record).
+            try:
+                await self.store.finish(admission.key, status, retention=self.retention_seconds)
+            except Exception:
+                logger.warning("Rollout %s: could not mark the key finished in the store", admission.key)
 
-    def release(self, admission: Admission) -> None:
+    async def finish(self, admission: Admission, status: str, result: dict[str, Any] | None = None) -> bool:
+        """Record ``admission``'s terminal ``status`` and ``result`` (kept for the retention); ``False`` if the
+        record was already finished (e.g. a lease expiry or a cancel got there first)."""
+        record = await self.store.finish(admission.key, status, result=result, retention=self.retention_seconds)
+        return record is not None
+
+    async def release(self, admission: Admission) -> None:
         """Let ``admission.key`` be submitted again before this rollout's task has returned.
 
         For protocols that forget finished keys (``keep_completed=False``): call it just before sending the
         rollout's terminal result, so a controller that resubmits the moment it hears back is admitted, not
         answered "already running". The task itself stays tracked (health, shutdown) until it returns.
         """
-        record = self._records.get(admission.key)
-        if not self.keep_completed and record is not None and record.admission is admission:
-            del self._records[admission.key]
+        if self.keep_completed:
+            return
+        if self._local.get(admission.key) is not None and self._local[admission.key].admission is admission:
+            del self._local[admission.key]
+        await self.store.delete(admission.key)
+
+    # -- cancellation ----------------------------------------------------------------------------------------
+
+    def cancel_local(self, key: str) -> bool:
+        """Cancel ``key``'s task if it runs in this process; ``True`` if a task was cancelled."""
+        local = self._local.get(key)
+        if local is None or local.task is None or local.task.done():
+            return False
+        local.admission.cancelled = True
+        local.task.cancel()
+        return True
+
+    async def cancel(self, key: str) -> bool:
+        """Cancel ``key`` wherever it runs: here directly, elsewhere through the store. ``True`` if it was
+        running here or the request was passed on to its owner."""
+        if self.cancel_local(key):
+            return True
+        record = await self.store.get(key)
+        if record is None or record.finished or record.owner == self.instance_id:
+            return False
+        await self.store.request_cancel(key)
+        return True
+
+    async def _on_cancel_request(self, key: str) -> None:
+        self.cancel_local(key)
 
     # -- inspection ------------------------------------------------------------------------------------------
 
     @property
     def active_count(self) -> int:
-        """Rollouts admitted and not finished (running or waiting for a slot)."""
+        """Rollouts admitted by this process and not finished (running or waiting for a slot)."""
         return len(self._running)
 
     @property
     def completed_count(self) -> int:
-        """Finished rollouts whose records are still kept (within the TTL)."""
-        return sum(1 for r in self._records.values() if r.completed_at is not None)
+        """Rollouts this process finished whose records are still kept (within the TTL)."""
+        self._prune_completions(time.monotonic())
+        return len(self._completions)
 
     @property
     def accepting(self) -> bool:
         return not self._closing
 
     def get(self, key: str) -> Admission | None:
-        """The admission for ``key``, if the engine still knows it."""
-        record = self._records.get(key)
-        return record.admission if record else None
+        """The admission for ``key`` while it is being admitted or runs in this process."""
+        local = self._local.get(key)
+        return local.admission if local else None
+
+    async def lookup(self, key: str) -> RolloutRecord | None:
+        """What the store remembers about ``key`` (any process's rollout)."""
+        return await self.store.get(key)
 
     def snapshot(self) -> dict[str, Any]:
         return {
@@ -199,17 +320,16 @@ class RolloutEngine:
 
     # -- life cycle ------------------------------------------------------------------------------------------
 
+    def _prune_completions(self, now: float) -> None:
+        horizon = now - self.record_ttl_seconds
+        while self._completions and self._completions[0] <= horizon:
+            self._completions.popleft()
+
     def prune(self, now: float | None = None) -> int:
-        """Forget finished keys older than the TTL; return how many were dropped."""
-        now = time.monotonic() if now is None else now
-        stale = [
-            key
-            for key, record in self._records.items()
-            if record.completed_at is not None and now - record.completed_at > self.record_ttl_seconds
-        ]
-        for key in stale:
-            del self._records[key]
-        return len(stale)
+        """Forget finished keys older than their retention; return how many the store dropped."""
+        self._prune_completions(time.monotonic())
+        prune = getattr(self.store, "prune", None)
+        return int(prune(now)) if callable(prune) else 0
 
     async def _cleanup_loop(self) -> None:
         while True:
@@ -225,6 +345,10 @@ class RolloutEngine:
         if self._cleanup_task is None or self._cleanup_task.done():
             self._cleanup_task = asyncio.get_running_loop().create_task(self._cleanup_loop(), name="rollout-cleanup")
 
+    def stop_admitting(self) -> None:
+        """Refuse new rollouts from now on (:class:`EngineClosedError`); running ones continue."""
+        self._closing = True
+
     async def shutdown(self) -> None:
         """Stop admitting, drain in-flight rollouts (bounded), cancel the rest and abort each (bounded)."""
         self._closing = True
@@ -239,18 +363,15 @@ class RolloutEngine:
         _, pending = await asyncio.wait(list(in_flight), timeout=self.drain_timeout_seconds)
         if not pending:
             return
+        aborts: list[tuple[Callable[[Admission], Awaitable[None]], Admission]] = []
         for task in pending:
+            local = in_flight[task]
+            local.admission.aborted = True
+            if local.abort is not None:
+                aborts.append((local.abort, local.admission))
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
-        aborts = []
-        for task in pending:
-            record = in_flight[task]
-            if record.admission is None:
-                continue
-            record.admission.aborted = True
-            if record.abort is not None:
-                aborts.append(self._abort_one(record.abort, record.admission))
-        await asyncio.gather(*aborts)
+        await asyncio.gather(*(self._abort_one(abort, admission) for abort, admission in aborts))
 
     async def _abort_one(self, abort: Callable[[Admission], Awaitable[None]], admission: Admission) -> None:
         try:
@@ -259,10 +380,13 @@ class RolloutEngine:
             logger.exception("Rollout %s: abort handler failed during shutdown", admission.key)
 
     @asynccontextmanager
-    async def running(self) -> AsyncIterator["RolloutEngine"]:
+    async def running(self) -> AsyncIterator[RolloutEngine]:
         """``async with engine.running():`` — start on enter, graceful shutdown on exit."""
         self.start()
         try:
             yield self
         finally:
             await self.shutdown()
+
+
+_GONE = object()

@@ -57,7 +57,7 @@ async def test_prepare_failure_starts_nothing_and_forgets_the_key():
 
     with pytest.raises(ValueError, match="bad tools"):
         await engine.submit("k", prepare=boom, run=lambda a: _append(ran, a))
-    assert engine.active_count == 0 and engine.get("k") is None
+    assert engine.active_count == 0 and engine.get("k") is None and await engine.lookup("k") is None
     ok = await engine.submit("k", prepare=lambda: _value("fine"), run=lambda a: _append(ran, a))
     assert ok.created
     await _settle(engine)
@@ -108,9 +108,10 @@ async def test_prune_drops_records_older_than_ttl():
     await engine.submit("k", run=_noop)
     await _settle(engine)
     assert engine.prune() == 0
-    finished = engine.get("k").finished_at
-    assert engine.prune(now=finished + 61) == 1
-    assert engine.get("k") is None
+    record = await engine.lookup("k")
+    assert record is not None and record.finished and record.result is None
+    assert engine.prune(now=record.finished_at + 61) == 1
+    assert await engine.lookup("k") is None
 
 
 async def test_shutdown_drains_then_aborts_the_rest_exactly_once():
@@ -129,9 +130,10 @@ async def test_shutdown_drains_then_aborts_the_rest_exactly_once():
 
     await engine.submit("quick", run=quick, abort=abort)
     await engine.submit("stuck", run=stuck, abort=abort)
+    stuck = engine.get("stuck")
     await engine.shutdown()
     assert aborted == ["stuck"]
-    assert engine.get("stuck").aborted
+    assert stuck.aborted and engine.get("stuck") is None
     with pytest.raises(EngineClosedError):
         await engine.submit("new", run=_noop)
 
@@ -180,12 +182,51 @@ async def _settle(engine):
     raise AssertionError("rollouts did not finish")
 
 
-async def test_outcome_is_kept_on_the_admission_for_pulling():
+async def test_finished_record_keeps_only_key_answer_and_status():
+    """What idempotency needs, not the request or the task (issue 12, item 4)."""
     engine = RolloutEngine()
+    request = {"big": "x" * 10_000}
 
     async def run(admission):
-        admission.outcome = {"reward": 1.0}
+        admission.context["request"] = request
+
+    submission = await engine.submit("k", prepare=lambda: _value({"rollout_id": "k"}), run=run)
+    await _settle(engine)
+    assert engine.get("k") is None  # the admission (and what it held) is gone
+    record = await engine.lookup("k")
+    assert (record.answer, record.status, record.result) == ({"rollout_id": "k"}, "success", None)
+    assert submission.admission.context["request"] is request  # only the caller still holds it
+
+
+async def test_cancel_stops_a_running_rollout_and_marks_the_record():
+    engine = RolloutEngine()
+    started = asyncio.Event()
+
+    async def run(admission):
+        started.set()
+        await asyncio.sleep(3600)
 
     submission = await engine.submit("k", run=run)
+    await started.wait()
+    assert await engine.cancel("k")
     await _settle(engine)
-    assert engine.get("k") is submission.admission and engine.get("k").outcome == {"reward": 1.0}
+    assert submission.admission.cancelled
+    assert (await engine.lookup("k")).status == "cancelled"
+    assert not await engine.cancel("k")
+
+
+async def test_max_pending_refuses_beyond_the_cap():
+    from osmosis_compat.runtime.engine import EngineFullError
+
+    engine = RolloutEngine(max_pending=1)
+    gate = asyncio.Event()
+
+    async def run(admission):
+        await gate.wait()
+
+    await engine.submit("a", run=run)
+    with pytest.raises(EngineFullError):
+        await engine.submit("b", run=run)
+    gate.set()
+    await _settle(engine)
+    assert (await engine.submit("b", run=run)).created

@@ -1,0 +1,19 @@
+"""Where the engine keeps what it remembers about rollouts (see :mod:`.base`)."""
+
+from .base import TERMINAL, RolloutRecord, RolloutStore, StoreUnavailableError
+from .memory import MemoryStore
+
+__all__ = ["MemoryStore", "RolloutRecord", "RolloutStore", "StoreUnavailableError", "TERMINAL", "open_store"]
+
+
+def open_store(url: str | None) -> RolloutStore:
+    """The store a URL names: ``None``/``""``/``memory://`` → :class:`MemoryStore`; ``redis://…`` /
+    ``rediss://…`` / ``unix://…`` → the Redis store (needs the ``redis`` package)."""
+    if not url or url == "memory://":
+        return MemoryStore()
+    scheme = url.split("://", 1)[0].lower()
+    if scheme in ("redis", "rediss", "unix"):
+        from .redis import RedisStore
+
+        return RedisStore(url)
+    raise ValueError(f"unknown rollout store {url!r}: use memory:// or redis://host:port/db")

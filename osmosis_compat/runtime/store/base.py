@@ -1,0 +1,149 @@
+"""The rollout store: what the engine remembers about rollouts, behind one small interface.
+
+Every protocol keeps its per-rollout state here: the idempotency record that makes a duplicate admission a
+duplicate (and the answer it gets), the status a polling controller sees, the polling lease, the held final
+result and its retention. The engine and the protocol routers only talk to this interface, so serving from several
+processes or hosts is a matter of choosing a shared implementation (Redis) instead of the in-memory default —
+never a second copy of admission logic.
+
+Times are wall-clock seconds (``time.time()``): records are shared between hosts, so monotonic clocks would not
+compare. Records are plain data (JSON-compatible), so a shared store can hold them.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+__all__ = ["RolloutRecord", "RolloutStore", "StoreUnavailableError", "TERMINAL"]
+
+#: Statuses after which a record's result never changes.
+TERMINAL = frozenset({"success", "failure", "cancelled"})
+
+
+class StoreUnavailableError(RuntimeError):
+    """The store cannot be reached; the request that needed it fails cleanly (503 on admission)."""
+
+
+@dataclass
+class RolloutRecord:
+    """What is remembered about one admitted rollout.
+
+    ``version`` grows with every change a waiter may care about (status, result), so a long-poll can wait for
+    "anything after what I saw". ``answer`` is what a duplicate admission is told (the legacy init response).
+    ``lease_digest`` is the SHA-256 (hex) of the polling lease token; the token itself is never stored.
+    """
+
+    key: str
+    owner: str
+    protocol: str = ""
+    status: str = "queued"
+    version: int = 0
+    created_at: float = 0.0
+    answer: Any = None
+    lease_digest: str | None = None
+    lease_deadline: float | None = None
+    result: dict[str, Any] | None = None
+    finished_at: float | None = None
+    cancel_requested: bool = False
+
+    @property
+    def finished(self) -> bool:
+        """Whether the rollout reached a terminal status (its result no longer changes)."""
+        return self.status in TERMINAL
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as plain data."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RolloutRecord:
+        """A record from :meth:`to_dict` output (unknown keys ignored, for rolling upgrades)."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+CancelListener = Callable[[str], Awaitable[None]]
+
+
+class RolloutStore(abc.ABC):
+    """Shared rollout state. Implementations: :class:`~.memory.MemoryStore` (default), ``RedisStore``.
+
+    Every method may raise :class:`StoreUnavailableError`. Retention: a record with ``ttl`` is dropped that many
+    seconds after the call that set it (``None`` = kept until finished; finishing sets the retention).
+    """
+
+    #: Whether several processes can share this store (``serve --workers N`` requires it).
+    shared: bool = False
+
+    async def start(self) -> None:
+        """Connect / start background work (idempotent)."""
+
+    async def close(self) -> None:
+        """Release connections and background work."""
+
+    @abc.abstractmethod
+    async def create(self, record: RolloutRecord) -> RolloutRecord | None:
+        """Store ``record`` unless its key exists — atomically, so exactly one admission wins a key.
+
+        Returns ``None`` when created, else the existing record (the caller is a duplicate).
+        """
+
+    @abc.abstractmethod
+    async def get(self, key: str) -> RolloutRecord | None:
+        """The record for ``key``, or ``None`` (never admitted, or dropped after its retention)."""
+
+    @abc.abstractmethod
+    async def update(self, key: str, **changes: Any) -> RolloutRecord | None:
+        """Set fields of an unfinished record (a finished one is not changed); a change of ``status`` or
+        ``answer`` bumps ``version`` and wakes waiters. Returns the record after the change, or ``None`` if
+        absent."""
+
+    @abc.abstractmethod
+    async def finish(
+        self, key: str, status: str, *, result: dict[str, Any] | None = None, retention: float | None = None
+    ) -> RolloutRecord | None:
+        """Give ``key`` its terminal ``status`` (and ``result``) unless it already has one; keep it ``retention``
+        seconds (``0`` drops it at once). Returns the record if this call finished it, else ``None``."""
+
+    @abc.abstractmethod
+    async def delete(self, key: str) -> None:
+        """Forget ``key`` (no-op when absent)."""
+
+    @abc.abstractmethod
+    async def wait_for_change(self, key: str, version: int, timeout: float) -> RolloutRecord | None:
+        """Wait until ``key``'s ``version`` exceeds ``version``, or ``timeout`` seconds; return the record then
+        (``None`` if it is gone)."""
+
+    @abc.abstractmethod
+    async def keys(self, *, prefix: str | None = None) -> list[str]:
+        """Keys of the records held (all, or those starting with ``prefix``)."""
+
+    def prune(self, now: float | None = None) -> int:
+        """Drop records whose retention ended, for stores that do not expire them themselves; how many."""
+        return 0
+
+    async def get_many(self, keys: Iterable[str]) -> list[RolloutRecord | None]:
+        """:meth:`get` for several keys (implementations may batch)."""
+        return [await self.get(key) for key in keys]
+
+    # -- cancellation across processes -------------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def request_cancel(self, key: str) -> None:
+        """Ask the process that runs ``key`` to cancel it (delivered to that process's cancel listener)."""
+
+    @abc.abstractmethod
+    def on_cancel(self, owner: str, listener: CancelListener) -> None:
+        """Call ``listener(key)`` when a cancel is requested for a rollout ``owner`` runs."""
+
+    # -- ownership (several processes) -------------------------------------------------------------------
+
+    async def heartbeat(self, owner: str, ttl: float) -> None:
+        """Say ``owner`` is alive for ``ttl`` more seconds (no-op for a store only one process uses)."""
+
+    async def alive(self, owner: str) -> bool:
+        """Whether ``owner`` sent a heartbeat within its ttl (always ``True`` for a single-process store)."""
+        return True

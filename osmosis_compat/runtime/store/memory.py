@@ -1,0 +1,145 @@
+"""``MemoryStore``: the default rollout store, a dict in this process (nothing to install; one process only)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from .base import CancelListener, RolloutRecord, RolloutStore
+
+__all__ = ["MemoryStore"]
+
+#: Fields whose change wakes waiters (``wait_for_change``).
+_VERSIONED = frozenset({"status", "answer"})
+
+
+class MemoryStore(RolloutStore):
+    """Records in a dict, dropped lazily and by :meth:`prune` when their retention ends.
+
+    Waiters are futures per key, woken on every version change; a cancel request calls the owner's listener
+    directly.
+    """
+
+    shared = False
+
+    def __init__(self) -> None:
+        self._records: dict[str, RolloutRecord] = {}
+        self._expires: dict[str, float] = {}
+        self._waiters: dict[str, set[asyncio.Future[None]]] = {}
+        self._listeners: dict[str, CancelListener] = {}
+        self._cancel_tasks: set[asyncio.Task[None]] = set()
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def _live(self, key: str, now: float | None = None) -> RolloutRecord | None:
+        record = self._records.get(key)
+        if record is None:
+            return None
+        expires = self._expires.get(key)
+        if expires is not None and (now if now is not None else time.time()) >= expires:
+            self._drop(key)
+            return None
+        return record
+
+    def _drop(self, key: str) -> None:
+        self._records.pop(key, None)
+        self._expires.pop(key, None)
+        self._wake(key)
+
+    def _wake(self, key: str) -> None:
+        for waiter in self._waiters.pop(key, ()):
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def create(self, record: RolloutRecord) -> RolloutRecord | None:
+        existing = self._live(record.key)
+        if existing is not None:
+            return existing
+        if not record.created_at:
+            record.created_at = time.time()
+        self._records[record.key] = record
+        return None
+
+    async def get(self, key: str) -> RolloutRecord | None:
+        return self._live(key)
+
+    def peek(self, key: str) -> RolloutRecord | None:
+        """:meth:`get` without awaiting (this store never blocks)."""
+        return self._live(key)
+
+    async def update(self, key: str, **changes: Any) -> RolloutRecord | None:
+        record = self._live(key)
+        if record is None or record.finished:
+            return record
+        bump = any(name in _VERSIONED and getattr(record, name) != value for name, value in changes.items())
+        for name, value in changes.items():
+            setattr(record, name, value)
+        if bump:
+            record.version += 1
+            self._wake(key)
+        return record
+
+    async def finish(
+        self, key: str, status: str, *, result: dict[str, Any] | None = None, retention: float | None = None
+    ) -> RolloutRecord | None:
+        record = self._live(key)
+        if record is None or record.finished:
+            return None
+        record.status = status
+        record.result = result
+        record.finished_at = time.time()
+        record.version += 1
+        self._wake(key)
+        if retention is not None:
+            if retention <= 0:
+                self._drop(key)
+            else:
+                self._expires[key] = record.finished_at + retention
+        return record
+
+    async def delete(self, key: str) -> None:
+        self._drop(key)
+
+    async def wait_for_change(self, key: str, version: int, timeout: float) -> RolloutRecord | None:
+        record = self._live(key)
+        if record is None or record.version > version:
+            return record
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault(key, set()).add(waiter)
+        try:
+            await asyncio.wait_for(asyncio.shield(waiter), timeout)
+        except (TimeoutError, asyncio.TimeoutError):
+            pass
+        finally:
+            waiters = self._waiters.get(key)
+            if waiters is not None:
+                waiters.discard(waiter)
+                if not waiters:
+                    del self._waiters[key]
+        return self._live(key)
+
+    async def keys(self, *, prefix: str | None = None) -> list[str]:
+        now = time.time()
+        return [k for k in list(self._records) if (prefix is None or k.startswith(prefix)) and self._live(k, now)]
+
+    async def request_cancel(self, key: str) -> None:
+        record = self._live(key)
+        if record is None:
+            return
+        record.cancel_requested = True
+        listener = self._listeners.get(record.owner)
+        if listener is not None:
+            await listener(key)
+
+    def on_cancel(self, owner: str, listener: CancelListener) -> None:
+        self._listeners[owner] = listener
+
+    def prune(self, now: float | None = None) -> int:
+        """Drop records whose retention ended; return how many."""
+        now = time.time() if now is None else now
+        stale = [key for key, expires in self._expires.items() if now >= expires]
+        for key in stale:
+            self._drop(key)
+        return len(stale)
