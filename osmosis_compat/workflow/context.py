@@ -80,7 +80,8 @@ def _accepts_name(method: Any) -> bool:
 
 
 async def collect_sample(name: str, source: SampleSource) -> RolloutSample:
-    """Await ``source.get_sample`` in whichever shape it has and check it returned a :class:`RolloutSample`."""
+    """Await ``source.get_sample`` in whichever shape it has and check it returned a :class:`RolloutSample`; a
+    sample without an ``id`` (0.3 removed it) takes the registration name."""
     method = source.get_sample
     sample = await (method(name) if _accepts_name(method) else method())
     if not isinstance(sample, RolloutSample):
@@ -88,6 +89,8 @@ async def collect_sample(name: str, source: SampleSource) -> RolloutSample:
             f"Sample source {name!r} ({type(source).__name__}) returned {type(sample).__name__}, "
             "expected a RolloutSample"
         )
+    if sample.id is None:
+        sample.id = name
     return sample
 
 
@@ -105,6 +108,18 @@ class RolloutContext:
     api_key: str | None = None
     rollout_id: str = ""
     sample_sources: dict[str, SampleSource] = field(default_factory=dict)
+    progress: Any = None
+    """0.3.8: the server's status tracker (``set_status`` reports ``grading`` through it); ``None`` outside a
+    polling rollout."""
+    process_id: str | None = None
+    """0.3.8: the serving process's id (as ``GET /health`` reports it)."""
+    preview_path: Path | None = None
+    """0.3.8 field, kept for attribute compatibility (osmosis-compat publishes no file previews)."""
+    preview_enabled: bool = False
+    """0.3.8 field, kept for attribute compatibility."""
+    routing_headers: bool = True
+    """osmosis-compat: send the 0.2.x ``x-rollout-id`` / ``x-sample-id`` headers with model calls. ``False`` for
+    0.3.8 rollouts, whose identity is in the per-rollout ``chat_completions_url`` (0.3.8 sends none)."""
 
     def __post_init__(self) -> None:
         if not self.chat_completions_url:
@@ -113,6 +128,13 @@ class RolloutContext:
             self.api_key = os.environ.get(API_KEY_ENV) or None
         if not self.rollout_id:
             self.rollout_id = os.environ.get(ROLLOUT_ID_ENV, "")
+
+    async def set_status(self, status: str) -> None:
+        """0.3.8: report the rollout's life-cycle status (e.g. ``"grading"``) to the polling server (no-op without
+        one)."""
+        setter = getattr(self.progress, "set_status", None)
+        if setter is not None:
+            await setter(str(status))
 
     def __enter__(self) -> RolloutContext:
         rollout_contextvar.set(self)

@@ -86,7 +86,14 @@ async def test_health_reports_backend_concurrency(artifact_root: Any) -> None:
         async with httpx.AsyncClient() as client:
             response = await client.get(f"{server.url}/health")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok", "concurrency": {"max_concurrent": None, "queued": 0, "running": 0}}
+    body = response.json()
+    assert {k: body[k] for k in ("status", "concurrency")} == {
+        "status": "ok",
+        "concurrency": {"max_concurrent": None, "queued": 0, "running": 0},
+    }
+    # 0.3.8 adds the process identity and the admission state
+    assert body["process_id"] == body["instance_id"] and len(body["process_id"]) == 36
+    assert body["lifecycle"] == {"accepting_rollouts": True, "active_rollouts": 0}
 
 
 async def test_health_default_limit_without_config(artifact_root: Any) -> None:
@@ -94,14 +101,18 @@ async def test_health_default_limit_without_config(artifact_root: Any) -> None:
     with rollout_server(backend) as server:
         async with httpx.AsyncClient() as client:
             body = (await client.get(f"{server.url}/health")).json()
-    assert body == {"status": "ok", "concurrency": {"max_concurrent": 4, "queued": 0, "running": 0}}
+    assert {k: body[k] for k in ("status", "concurrency")} == {
+        "status": "ok",
+        "concurrency": {"max_concurrent": 4, "queued": 0, "running": 0},
+    }
 
 
-async def test_openapi_lists_only_the_two_routes(server: Any) -> None:
+async def test_openapi_lists_both_protocols_routes(server: Any) -> None:
     async with httpx.AsyncClient() as client:
         spec = (await client.get(f"{server.url}/openapi.json")).json()
         missing = await client.get(f"{server.url}/rollout/r1/status")
-    assert set(spec["paths"]) == {"/health", "/rollout"}
+    # 0.2.31's two routes and 0.3.8's four (POST /rollout is shared)
+    assert set(spec["paths"]) == {"/health", "/rollout", "/rollout/{rollout_id}/result", "/rollout/cancel"}
     assert missing.status_code == 404
 
 
@@ -289,7 +300,7 @@ async def test_custom_execution_backend(controller: FakeWorkflowController) -> N
 
     with rollout_server(Canned()) as server:
         async with httpx.AsyncClient() as client:
-            assert (await client.get(f"{server.url}/health")).json() == {"status": "ok"}
+            assert (await client.get(f"{server.url}/health")).json()["status"] == "ok"
         record = await controller.run_rollout(server.url, rollout_id="canned", initial_messages=prompt(), label="x")
     assert record.rewards == {"c": 0.25}
     assert len(record.completions) == 1  # each callback kind is delivered once

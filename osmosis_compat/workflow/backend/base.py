@@ -18,7 +18,8 @@ class ExecutionBackend(ABC):
     """Runs one rollout: the workflow, then (when ``on_grader_complete`` is given) grading.
 
     ``execute`` must call ``on_workflow_complete`` once with the workflow result and, when grading was asked for,
-    ``on_grader_complete`` once with the graded (or failed) result.
+    ``on_grader_complete`` once with the graded (or failed) result. A 0.3-style backend instead defines
+    ``execute(self, request)`` returning an ``ExecutionOutcome``; the servers accept either form.
     """
 
     @abstractmethod
@@ -39,3 +40,10 @@ class ExecutionBackend(ABC):
     def health(self) -> dict[str, Any]:
         """The ``GET /health`` body."""
         return {"status": "ok"}
+
+    def has_capacity(self) -> bool:
+        """0.3: ``False`` makes the polling server answer 429 + ``Retry-After`` to new admissions."""
+        return True
+
+    async def shutdown(self) -> None:
+        """0.3: release the backend's resources when the server stops (after in-flight rollouts drained)."""

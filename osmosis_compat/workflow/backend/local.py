@@ -1,17 +1,19 @@
-"""``LocalBackend`` — runs workflow and grader in this process (upstream ``backend/local/backend.py``, spec §2.10).
+"""``LocalBackend`` — runs workflow and grader in this process (upstream ``backend/local/backend.py``, spec §2.10
+and workflow-api §6 for 0.3).
 
 One rollout, inside one concurrency slot: run the workflow (new instance, deep-copied config) in the ambient
-``RolloutContext``, collect its samples, report them (``on_workflow_complete``), then — if a grader exists, the
-request has a label or metadata and the workflow succeeded — grade, check every sample has a reward and report
-(``on_grader_complete``); otherwise report a bare grading failure.
+``RolloutContext``, collect its samples, then — if a grader exists, the request has a label or metadata and the
+workflow succeeded — grade and check every sample has a reward; otherwise grading fails (with a message saying
+why). Two call forms: 0.2.x reports each phase to callbacks (``execute(request, on_workflow_complete,
+on_grader_complete)``); 0.3 returns an ``ExecutionOutcome`` (``execute(request)``) and honours ``grade=False``.
 
 Deliberate differences from upstream 0.2.31 (docs/workflow-api.md):
 
 - ``agent_timeout_sec`` (counted from admission, so queueing for a slot uses the budget) and
-  ``grader_timeout_sec`` are enforced; exceeding one is a failure with category ``timeout``;
+  ``grader_timeout_sec`` are enforced as 0.3.8 does; exceeding one is a failure with category ``timeout`` and
+  0.3.8's message (``"workflow exceeded its 1.0s deadline"``);
 - a failure while collecting samples is the workflow's failure (upstream let it escape ``execute``);
-- 0.3: with no sample source registered, a non-empty list of message dicts returned by ``run()`` becomes the
-  rollout's one sample.
+- 0.3: ``run()`` may return an ``AgentWorkflowOutput`` or a list of message dicts (see ``types/output.py``).
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ from osmosis_compat.workflow.backend.base import ExecutionBackend, ResultCallbac
 from osmosis_compat.workflow.context import AgentWorkflowContext, GraderContext, RolloutContext, get_rollout_context
 from osmosis_compat.workflow.grader import Grader
 from osmosis_compat.workflow.types.config import AgentWorkflowConfig, GraderConfig
+from osmosis_compat.workflow.types.output import AgentWorkflowOutput
 from osmosis_compat.workflow.types.sample import (
+    ExecutionOutcome,
     ExecutionRequest,
     ExecutionResult,
     RolloutErrorCategory,
@@ -49,6 +53,7 @@ __all__ = [
     "PhaseTimeoutError",
     "categorize_exception",
     "current_execution_request",
+    "deadline_message",
 ]
 
 logger = logging.getLogger("osmosis_ai.rollout.backend.local")
@@ -86,22 +91,36 @@ def categorize_exception(exc: BaseException) -> RolloutErrorCategory:
     return RolloutErrorCategory.AGENT_ERROR
 
 
-def _budget(seconds: float | None) -> float | None:
-    """A usable deadline in seconds, or ``None`` (no limit) for ``None``, NaN and infinity."""
+def _budget(seconds: float | None, spent: float = 0.0) -> float | None:
+    """The seconds left of a deadline after ``spent`` seconds (never negative), or ``None`` for no deadline."""
     if seconds is None or not math.isfinite(seconds):
         return None
-    return seconds
+    return max(seconds - spent, 0.0)
+
+
+def deadline_message(phase: str, limit: float | None, queued_sec: float = 0.0) -> str:
+    """0.3.8's text for a deadline that fired: ``"workflow exceeded its 1.0s deadline"`` (+ time spent queued)."""
+    message = f"{phase} exceeded its {limit}s deadline"
+    if queued_sec >= 0.1:
+        message += f" ({queued_sec:.1f}s of it spent queued)"
+    return message
 
 
 async def _within(awaitable: Awaitable[T], seconds: float | None, what: str) -> T:
     if seconds is None:
         return await awaitable
     try:
-        return await asyncio.wait_for(awaitable, timeout=max(seconds, 0.0))
+        return await asyncio.wait_for(awaitable, timeout=seconds)
     except (TimeoutError, asyncio.TimeoutError) as exc:
         if isinstance(exc, PhaseTimeoutError):
             raise
         raise PhaseTimeoutError(what) from None
+
+
+def _overran(started: float, budget: float | None) -> bool:
+    """Code that blocked the event loop past its deadline returned anyway: 0.3.8 still reports a timeout, since
+    the controller stopped waiting."""
+    return budget is not None and time.monotonic() - started > budget
 
 
 def _messages_returned(output: Any) -> list[Mapping[str, Any]] | None:
@@ -109,6 +128,12 @@ def _messages_returned(output: Any) -> list[Mapping[str, Any]] | None:
     if isinstance(output, list) and output and all(isinstance(m, Mapping) for m in output):
         return output
     return None
+
+
+def _no_grading_reason(has_grader: bool) -> str:
+    if not has_grader:
+        return "grading was requested but the workflow has no grader: serve it with a Grader, or send grade: false"
+    return "grading needs a label or metadata, and the request had neither"
 
 
 class LocalBackend(ExecutionBackend):
@@ -157,33 +182,50 @@ class LocalBackend(ExecutionBackend):
     async def execute(
         self,
         request: ExecutionRequest,
-        on_workflow_complete: ResultCallback,
+        on_workflow_complete: ResultCallback | None = None,
         on_grader_complete: ResultCallback | None = None,
-    ) -> None:
-        """Run one rollout inside one concurrency slot (workflow, both callbacks and grading)."""
+    ) -> ExecutionOutcome | None:
+        """Run one rollout inside one concurrency slot: the workflow, then grading.
+
+        0.2.x form (``on_workflow_complete`` given): report the workflow result, then — when
+        ``on_grader_complete`` is given — the graded result (or a bare grading failure); returns ``None``.
+        0.3 form (no callbacks): returns the :class:`ExecutionOutcome`; grading is skipped for ``grade=False``
+        or a failed workflow, and the current ``RolloutContext`` is told ``grading`` when grading starts.
+        """
         admitted_at = time.monotonic()
+        rollout_ctx = get_rollout_context()
         async with self.limiter.acquire():
-            agent_budget = _budget(request.agent_timeout_sec)
-            if agent_budget is not None:
-                agent_budget -= time.monotonic() - admitted_at
-            result = await self._run_workflow(request, agent_budget)
-            await on_workflow_complete(result)
-            if on_grader_complete is None:
-                return
-            wants_grading = request.label is not None or request.metadata is not None
-            if self.grader_cls is not None and wants_grading and result.status == RolloutStatus.SUCCESS:
-                graded = await self.run_grader(request, result)
-                await on_grader_complete(graded)
-            else:
-                await on_grader_complete(ExecutionResult(status=RolloutStatus.FAILURE))
+            queued_sec = time.monotonic() - admitted_at
+            result = await self.run_workflow(request, queued_sec=queued_sec)
+            if on_workflow_complete is not None:
+                await on_workflow_complete(result)
+                if on_grader_complete is not None:
+                    await on_grader_complete(await self._grade(request, result, rollout_ctx))
+                return None
+            if not request.grade or result.status != RolloutStatus.SUCCESS:
+                return ExecutionOutcome(workflow=result)
+            return ExecutionOutcome(workflow=result, grader=await self._grade(request, result, rollout_ctx))
 
-    async def run_workflow(self, request: ExecutionRequest) -> ExecutionResult:
-        """Run the workflow phase of ``request`` (with its full ``agent_timeout_sec``); never raises for
-        workflow errors — they become a failure result without samples."""
-        return await self._run_workflow(request, _budget(request.agent_timeout_sec))
+    async def _grade(
+        self, request: ExecutionRequest, result: ExecutionResult, rollout_ctx: RolloutContext | None
+    ) -> ExecutionResult:
+        wants_grading = request.label is not None or request.metadata is not None
+        if self.grader_cls is None or not wants_grading or result.status != RolloutStatus.SUCCESS:
+            # 0.2.31's grader callback says nothing here; a 0.3 result says why, since it is all the controller sees.
+            explain = result.status == RolloutStatus.SUCCESS and rollout_ctx is not None and not rollout_ctx.routing_headers
+            message = _no_grading_reason(self.grader_cls is not None) if explain else None
+            return ExecutionResult(status=RolloutStatus.FAILURE, err_message=message)
+        if rollout_ctx is not None:
+            await rollout_ctx.set_status(RolloutStatus.GRADING.value)
+        return await self.run_grader(request, result)
 
-    async def _run_workflow(self, request: ExecutionRequest, budget: float | None) -> ExecutionResult:
+    async def run_workflow(self, request: ExecutionRequest, *, queued_sec: float = 0.0) -> ExecutionResult:
+        """Run the workflow phase of ``request`` with what is left of its ``agent_timeout_sec`` after
+        ``queued_sec``; never raises for workflow errors — they become a failure result without samples."""
+        budget = _budget(request.agent_timeout_sec, queued_sec)
         rollout_ctx = get_rollout_context() or RolloutContext()
+        what = deadline_message("workflow", request.agent_timeout_sec, queued_sec)
+        started = time.monotonic()
         try:
             ctx = AgentWorkflowContext(
                 prompt=request.prompt,
@@ -192,9 +234,6 @@ class LocalBackend(ExecutionBackend):
                 artifacts_dir=await self._artifacts_dir(request),
             )
             workflow = self.workflow_cls(ctx.config)
-
-            what = f"Workflow timed out: agent_timeout_sec={request.agent_timeout_sec} exceeded"
-            deadline = None if budget is None else time.monotonic() + budget
             token = _current_request.set(request)
             try:
                 # Enter the context in this task (only run() goes under the deadline), so leaving it has the same
@@ -203,13 +242,20 @@ class LocalBackend(ExecutionBackend):
                     output = await _within(workflow.run(ctx), budget, what)
             finally:
                 _current_request.reset(token)
-            messages = None if rollout_ctx.sample_sources else _messages_returned(output)
-            if messages is not None:
-                name = rollout_ctx.rollout_id or request.id
+            name = rollout_ctx.rollout_id or request.id
+            if isinstance(output, AgentWorkflowOutput):
+                output = AgentWorkflowOutput.model_validate(output)  # re-checked: it may have been mutated
+                samples = (
+                    {}
+                    if output.messages is None
+                    else {name: RolloutSample(id=name, messages=output.messages, label=request.label, metrics=dict(output.metrics))}
+                )
+            elif (messages := None if rollout_ctx.sample_sources else _messages_returned(output)) is not None:
                 samples = {name: RolloutSample(id=name, messages=messages)}
             else:
-                remaining = None if deadline is None else deadline - time.monotonic()
-                samples = await _within(rollout_ctx.get_samples(), remaining, what)
+                samples = await _within(rollout_ctx.get_samples(), _budget(budget, time.monotonic() - started), what)
+            if _overran(started, budget):
+                raise PhaseTimeoutError(what)
         except Exception as exc:
             logger.error("Workflow failed for rollout %s: %s", request.id, exc, exc_info=True)
             return ExecutionResult(
@@ -220,6 +266,8 @@ class LocalBackend(ExecutionBackend):
     async def run_grader(self, request: ExecutionRequest, result: ExecutionResult) -> ExecutionResult:
         """Grade ``result.samples`` (with ``grader_timeout_sec``) and require a reward on every sample; a failure
         result still carries the samples, with whatever rewards were set."""
+        budget = _budget(request.grader_timeout_sec)
+        started = time.monotonic()
         try:
             ctx = GraderContext(
                 label=request.label,
@@ -229,8 +277,10 @@ class LocalBackend(ExecutionBackend):
             )
             assert self.grader_cls is not None
             grader = self.grader_cls(self.grader_config)
-            what = f"Grader timed out: grader_timeout_sec={request.grader_timeout_sec} exceeded"
-            await _within(grader.grade(ctx), _budget(request.grader_timeout_sec), what)
+            what = deadline_message("grader", request.grader_timeout_sec)
+            await _within(grader.grade(ctx), budget, what)
+            if _overran(started, budget):
+                raise PhaseTimeoutError(what)
             validate_samples_have_rewards(ctx.samples)
         except Exception as exc:
             logger.error("Grader failed for rollout %s: %s", request.id, exc, exc_info=True)

@@ -221,11 +221,14 @@ class OsmosisLitellmModel(LitellmModel):
                 "OsmosisLitellmModel needs an active RolloutContext: build the agent inside AgentWorkflow.run()."
             )
         self.rollout_id = ctx.rollout_id
+        self.routing_headers = ctx.routing_headers
         super().__init__(
             model=ROLLOUT_MODEL, base_url=ctx.chat_completions_url, api_key=ctx.api_key, **litellm_kwargs
         )
 
     def _merge_headers(self, model_settings: ModelSettings) -> dict[str, str]:
+        if not self.routing_headers:  # a 0.3.8 polling rollout: the identity is in the URL (0.3.8 sends none)
+            return super()._merge_headers(model_settings)
         sample_id = current_sample_id.get()
         if sample_id is None:
             raise RuntimeError(
@@ -345,3 +348,6 @@ class OsmosisAgent(Agent):
         if isinstance(model, OsmosisRolloutModel):
             model = OsmosisLitellmModel(**model.litellm_kwargs)
         super().__init__(*args, model=model, **kwargs)
+
+import gc as _gc
+_gc.freeze()

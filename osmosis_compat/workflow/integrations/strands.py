@@ -77,17 +77,17 @@ class OsmosisRolloutModel(LiteLLMModel):
 
     def for_sample(self, sample_id: str, rollout_ctx: RolloutContext) -> LiteLLMModel:
         """A model bound to ``rollout_ctx``: ``client_args = {"api_base": chat_completions_url, "api_key": key,
-        "extra_headers": {"x-sample-id": sample_id, "x-rollout-id": rollout_id}}``, ``model_id =
-        "openai/osmosis-rollout"``, plus this placeholder's config (``params``, ``stream``…).
+        "extra_headers": {"x-sample-id": sample_id, "x-rollout-id": rollout_id}}`` (no headers for a 0.3.8 polling
+        rollout: ``rollout_ctx.routing_headers`` is false), ``model_id = "openai/osmosis-rollout"``, plus this
+        placeholder's config (``params``, ``stream``…).
 
         Passing ``model_id`` to the placeholder therefore raises ``TypeError`` (multiple values), as upstream.
         """
+        client_args: dict[str, Any] = {"api_base": rollout_ctx.chat_completions_url, "api_key": rollout_ctx.api_key}
+        if rollout_ctx.routing_headers:  # 0.3.8 rollouts carry their identity in the URL instead
+            client_args["extra_headers"] = {"x-sample-id": sample_id, "x-rollout-id": rollout_ctx.rollout_id}
         return RolloutLiteLLMModel(
-            client_args={
-                "api_base": rollout_ctx.chat_completions_url,
-                "api_key": rollout_ctx.api_key,
-                "extra_headers": {"x-sample-id": sample_id, "x-rollout-id": rollout_ctx.rollout_id},
-            },
+            client_args=client_args,
             model_id=ROLLOUT_MODEL_ID,
             **self.config,
         )

@@ -1,7 +1,11 @@
 """Wire and config types of the workflow API (upstream ``osmosis_ai.rollout.types``)."""
 
 from osmosis_compat.workflow.types.config import AgentWorkflowConfig, BaseConfig, ConcurrencyConfig, GraderConfig
+from osmosis_compat.workflow.types.output import AgentWorkflowOutput
 from osmosis_compat.workflow.types.protocol import (
+    POLLING_LEASE_HEADER,
+    CancelRolloutsRequest,
+    CancelRolloutsResponse,
     GraderCompleteRequest,
     GraderInitRequest,
     GraderInitResponse,
@@ -9,8 +13,11 @@ from osmosis_compat.workflow.types.protocol import (
     RolloutCompleteRequest,
     RolloutInitRequest,
     RolloutInitResponse,
+    RolloutLifecycle,
+    RolloutResultResponse,
 )
 from osmosis_compat.workflow.types.sample import (
+    ExecutionOutcome,
     ExecutionRequest,
     ExecutionResult,
     MessageDict,
@@ -23,8 +30,12 @@ from osmosis_compat.workflow.types.sample import (
 
 __all__ = [
     "AgentWorkflowConfig",
+    "AgentWorkflowOutput",
     "BaseConfig",
+    "CancelRolloutsRequest",
+    "CancelRolloutsResponse",
     "ConcurrencyConfig",
+    "ExecutionOutcome",
     "ExecutionRequest",
     "ExecutionResult",
     "GraderCompleteRequest",
@@ -34,10 +45,13 @@ __all__ = [
     "GraderStatus",
     "MessageDict",
     "MultiTurnMode",
+    "POLLING_LEASE_HEADER",
     "RolloutCompleteRequest",
     "RolloutErrorCategory",
     "RolloutInitRequest",
     "RolloutInitResponse",
+    "RolloutLifecycle",
+    "RolloutResultResponse",
     "RolloutSample",
     "RolloutStatus",
     "SampleMessage",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import math
 import sys
 from collections.abc import Mapping, Sequence
 from enum import Enum
@@ -14,6 +15,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from osmosis_compat.workflow.utils.identifiers import ensure_single_path_segment
 
 __all__ = [
+    "ExecutionOutcome",
     "ExecutionRequest",
     "ExecutionResult",
     "MessageDict",
@@ -23,6 +25,8 @@ __all__ = [
     "RolloutStatus",
     "SampleMessage",
     "StrEnum",
+    "TERMINAL_STATUSES",
+    "finite_timeout",
 ]
 
 logger = logging.getLogger("osmosis_ai.rollout.types.sample")
@@ -46,20 +50,33 @@ SampleMessage = Mapping[str, Any]
 
 
 class RolloutStatus(StrEnum):
-    """Outcome of a rollout phase (0.2.x values)."""
+    """A rollout's status: the 0.2.x phase outcomes (``pending``, ``success``, ``failure``) and the 0.3 life-cycle
+    states a polling controller sees (``queued`` → ``running`` → ``grading`` → ``success`` | ``failure`` |
+    ``cancelled``; ``unknown`` exists in 0.3's enum and is never sent)."""
 
     PENDING = "pending"
+    QUEUED = "queued"
+    RUNNING = "running"
+    GRADING = "grading"
     SUCCESS = "success"
     FAILURE = "failure"
+    CANCELLED = "cancelled"
+    UNKNOWN = "unknown"
+
+
+#: The statuses after which a rollout's result never changes.
+TERMINAL_STATUSES = frozenset({RolloutStatus.SUCCESS, RolloutStatus.FAILURE, RolloutStatus.CANCELLED})
 
 
 class RolloutErrorCategory(StrEnum):
     """Why a rollout phase failed (see ``LocalBackend`` for how exceptions map onto these)."""
 
     TIMEOUT = "timeout"
+    LEASE_EXPIRED = "lease_expired"
     VALIDATION_ERROR = "validation_error"
     HTTP_ERROR = "http_error"
     AGENT_ERROR = "agent_error"
+    INTERNAL_ERROR = "internal_error"
 
 
 class MultiTurnMode(StrEnum):
@@ -74,9 +91,13 @@ class RolloutSample(BaseModel):
 
     ``trajectory_messages`` defaults to a deep copy of ``messages`` when not given (``None`` given explicitly
     disables trajectory persistence). No assignment validation: graders set ``reward`` in place.
+
+    ``id`` was required in 0.2.x and removed in 0.3; here it is optional, so 0.3 code that builds samples
+    without one runs unchanged. A sample collected without an id takes its registration name (the 0.2.x
+    callback keys samples by it).
     """
 
-    id: str
+    id: str | None = None
     messages: Sequence[Mapping[str, Any]] = Field(default_factory=list)
     trajectory_messages: Sequence[Mapping[str, Any]] | None = None
     label: str | None = None
@@ -108,17 +129,58 @@ class ExecutionRequest(BaseModel):
     metadata: dict[str, Any] | None = None
     agent_timeout_sec: float | None = None
     grader_timeout_sec: float | None = None
+    grade: bool = True
+    """0.3: ``False`` skips grading (the result keeps the sample, without a reward)."""
 
     @field_validator("id")
     @classmethod
     def _id_is_single_path_segment(cls, value: str) -> str:
         return ensure_single_path_segment(value, label="rollout_id")
 
+    @field_validator("agent_timeout_sec", "grader_timeout_sec")
+    @classmethod
+    def _timeout_is_finite(cls, value: float | None) -> float | None:
+        return finite_timeout(value)
+
+
+def finite_timeout(value: float | None) -> float | None:
+    """A deadline in seconds, or ``None`` for none; NaN and infinity are not deadlines (0.3 answers 422)."""
+    if value is not None and not math.isfinite(value):
+        raise ValueError("timeout must be finite; omit it to run unbounded")
+    return value
+
 
 class ExecutionResult(BaseModel):
-    """What a backend reports after the workflow phase or the grading phase."""
+    """What a backend reports after the workflow phase or the grading phase.
+
+    ``samples`` is the 0.2.x dict keyed by sample name; :attr:`sample` is 0.3's single-sample view of it.
+    ``extra_fields`` holds backend diagnostics, never sent on the wire (0.3).
+    """
 
     status: RolloutStatus
     samples: dict[str, RolloutSample] = Field(default_factory=dict)
     err_message: str | None = None
     err_category: RolloutErrorCategory | None = None
+    extra_fields: dict[str, Any] | None = None
+
+    @property
+    def sample(self) -> RolloutSample | None:
+        """The first sample (``None`` without samples): the 0.3 view of a single-sample result."""
+        return next(iter(self.samples.values()), None)
+
+
+class ExecutionOutcome(BaseModel):
+    """0.3: the workflow result and, when grading ran, the grader result of one execution."""
+
+    workflow: ExecutionResult
+    grader: ExecutionResult | None = None
+
+    @property
+    def result(self) -> ExecutionResult:
+        """The rollout's final result, as 0.3.8 picks it: a failed workflow's result (with the grader's samples if
+        it has none), else the grader's result when grading ran, else the workflow's."""
+        if self.workflow.status is not RolloutStatus.SUCCESS:
+            if not self.workflow.samples and self.grader is not None and self.grader.samples:
+                return self.workflow.model_copy(update={"samples": self.grader.samples})
+            return self.workflow
+        return self.grader or self.workflow
