@@ -56,7 +56,15 @@ from .errors import LoopModelCallError, LoopModelTimeoutError, LoopReportedError
 from .tool_schemas import openai_tool_schemas
 from .workflow_chat_client import WorkflowChatClient
 
-__all__ = ["LegacyLoopGrader", "LegacyLoopWorkflow", "LoopResultSource", "loop_as_workflow"]
+__all__ = [
+    "LegacyLoopGrader",
+    "LegacyLoopWorkflow",
+    "LoopResultSource",
+    "legacy_request",
+    "loop_as_workflow",
+    "loop_reward",
+    "run_loop",
+]
 
 #: ``RolloutSample.extra_fields`` keys carrying the loop's outcome to the paired grader (and the controller).
 REWARD_FIELD = "legacy_reward"
@@ -109,76 +117,143 @@ class LegacyLoopWorkflow(AgentWorkflow):
 
     def build_request(self, ctx: AgentWorkflowContext, rollout_id: str, chat_completions_url: str) -> RolloutRequest:
         """The legacy ``RolloutRequest`` the loop sees for this rollout."""
-        metadata = dict(ctx.metadata or {})
-        label = _label_of(ctx)
-        if label is not None and self.label_key not in metadata:
-            metadata[self.label_key] = label
-        fields: dict[str, Any] = {
-            "rollout_id": rollout_id,
-            "server_url": chat_completions_url,
-            "messages": [dict(m) for m in ctx.prompt],
-            "completion_params": dict(self.completion_params or {}),
-            "metadata": metadata,
-        }
-        if self.max_turns is not None:
-            fields["max_turns"] = self.max_turns
-        if self.max_tokens_total is not None:
-            fields["max_tokens_total"] = self.max_tokens_total
-        try:
-            return RolloutRequest(**fields)
-        except ValueError as exc:
-            raise LoopResultError(f"cannot build the legacy RolloutRequest for {self.loop.name!r}: {exc}") from exc
+        return legacy_request(
+            self.loop,
+            rollout_id=rollout_id,
+            server_url=chat_completions_url,
+            prompt=ctx.prompt,
+            metadata=ctx.metadata,
+            label=_label_of(ctx),
+            label_key=self.label_key,
+            completion_params=self.completion_params,
+            max_turns=self.max_turns,
+            max_tokens_total=self.max_tokens_total,
+        )
 
     async def run(self, ctx: AgentWorkflowContext) -> None:
         rollout_ctx = get_rollout_context()
         if rollout_ctx is None:
             raise RuntimeError("LegacyLoopWorkflow must run inside a rollout (no active RolloutContext)")
-        loop = self.loop
-        sample_id = str(loop.name)
+        sample_id = str(self.loop.name)
         source = LoopResultSource()
         rollout_ctx.register_sample_source(sample_id, source)
         rollout_id = rollout_ctx.rollout_id or f"adapted-{uuid.uuid4().hex}"
         request = self.build_request(ctx, rollout_id, rollout_ctx.chat_completions_url)
-
-        raw_tools = loop.get_tools(request)
-        if inspect.isawaitable(raw_tools):
-            raw_tools = await raw_tools
-        try:
-            normalize_tools(raw_tools)  # the legacy server's checks, so a loop fails the same way on both
-            tools = openai_tool_schemas(raw_tools)
-        except ValueError as exc:
-            raise LoopResultError(f"{sample_id}.get_tools(): {exc}") from exc
-
-        llm = WorkflowChatClient(
+        source.result = await run_loop(
+            self.loop,
+            request,
             chat_completions_url=rollout_ctx.chat_completions_url,
             api_key=rollout_ctx.api_key,
-            rollout_id=rollout_id,
-            sample_id=sample_id,
-            tools=tools,
-            settings=self.client_settings,
+            routing_headers=rollout_ctx.routing_headers,
+            client_settings=self.client_settings,
         )
-        legacy_ctx = RolloutContext(request=request, tools=raw_tools, llm=llm, _start_time=time.monotonic())
-        try:
-            result = await loop.run(legacy_ctx)
-        except OsmosisTimeoutError as exc:
-            raise LoopModelTimeoutError(str(exc)) from exc
-        except (OsmosisServerError, OsmosisValidationError) as exc:
-            raise LoopModelCallError(str(exc), exc.status_code) from exc
-        except OsmosisTransportError as exc:
-            raise LoopModelCallError(str(exc)) from exc
 
-        status = getattr(result, "status", None)
-        if status is None or not hasattr(result, "final_messages"):
-            raise LoopResultError(
-                f"{type(loop).__name__}.run() must return a RolloutResult (ctx.complete(...) or ctx.error(...)), "
-                f"got {type(result).__name__}"
-            )
-        status = getattr(status, "value", status)
-        if status == "ERROR":
-            raise LoopReportedError(result.error_message or "the agent loop reported an error", result.final_messages)
-        if status != "COMPLETED":
-            raise LoopResultError(f"{status!r} is not a valid RolloutStatus")
-        source.result = result
+
+def legacy_request(
+    loop: RolloutAgentLoop,
+    *,
+    rollout_id: str,
+    server_url: str,
+    prompt: list[dict[str, Any]],
+    metadata: dict[str, Any] | None,
+    label: Any = None,
+    label_key: str = "ground_truth",
+    completion_params: dict[str, Any] | None = None,
+    max_turns: int | None = None,
+    max_tokens_total: int | None = None,
+) -> RolloutRequest:
+    """The legacy ``RolloutRequest`` a loop sees when a workflow-era controller drives it (see the module
+    docstring: the label goes into ``metadata[label_key]`` unless the metadata has that key)."""
+    fields_metadata = dict(metadata or {})
+    if label is not None and label_key not in fields_metadata:
+        fields_metadata[label_key] = label
+    fields: dict[str, Any] = {
+        "rollout_id": rollout_id,
+        "server_url": server_url,
+        "messages": [dict(m) for m in prompt],
+        "completion_params": dict(completion_params or {}),
+        "metadata": fields_metadata,
+    }
+    if max_turns is not None:
+        fields["max_turns"] = max_turns
+    if max_tokens_total is not None:
+        fields["max_tokens_total"] = max_tokens_total
+    try:
+        return RolloutRequest(**fields)
+    except ValueError as exc:
+        raise LoopResultError(f"cannot build the legacy RolloutRequest for {loop.name!r}: {exc}") from exc
+
+
+async def run_loop(
+    loop: RolloutAgentLoop,
+    request: RolloutRequest,
+    *,
+    chat_completions_url: str,
+    api_key: str | None,
+    routing_headers: bool = True,
+    client_settings: RolloutClientSettings | None = None,
+) -> Any:
+    """Run one rollout of ``loop`` against an OpenAI-compatible chat endpoint and return its COMPLETED
+    ``RolloutResult``.
+
+    ``ctx.chat`` goes to ``{chat_completions_url}/chat/completions`` (bearer ``api_key``, the loop's tools in every
+    body; ``x-rollout-id`` / ``x-sample-id`` only with ``routing_headers``). Failures raise the
+    :mod:`.errors` types (each carries its ``err_category``).
+    """
+    sample_id = str(loop.name)
+    raw_tools = loop.get_tools(request)
+    if inspect.isawaitable(raw_tools):
+        raw_tools = await raw_tools
+    try:
+        normalize_tools(raw_tools)  # the legacy server's checks, so a loop fails the same way on both
+        tools = openai_tool_schemas(raw_tools)
+    except ValueError as exc:
+        raise LoopResultError(f"{sample_id}.get_tools(): {exc}") from exc
+
+    llm = WorkflowChatClient(
+        chat_completions_url=chat_completions_url,
+        api_key=api_key,
+        rollout_id=request.rollout_id,
+        sample_id=sample_id,
+        tools=tools,
+        settings=client_settings,
+        routing_headers=routing_headers,
+    )
+    legacy_ctx = RolloutContext(request=request, tools=raw_tools, llm=llm, _start_time=time.monotonic())
+    try:
+        result = await loop.run(legacy_ctx)
+    except OsmosisTimeoutError as exc:
+        raise LoopModelTimeoutError(str(exc)) from exc
+    except (OsmosisServerError, OsmosisValidationError) as exc:
+        raise LoopModelCallError(str(exc), exc.status_code) from exc
+    except OsmosisTransportError as exc:
+        raise LoopModelCallError(str(exc)) from exc
+
+    status = getattr(result, "status", None)
+    if status is None or not hasattr(result, "final_messages"):
+        raise LoopResultError(
+            f"{type(loop).__name__}.run() must return a RolloutResult (ctx.complete(...) or ctx.error(...)), "
+            f"got {type(result).__name__}"
+        )
+    status = getattr(status, "value", status)
+    if status == "ERROR":
+        raise LoopReportedError(result.error_message or "the agent loop reported an error", result.final_messages)
+    if status != "COMPLETED":
+        raise LoopResultError(f"{status!r} is not a valid RolloutStatus")
+    return result
+
+
+def loop_reward(sample_id: str, reward: Any) -> float:
+    """The loop's ``ctx.complete(reward=…)`` as a float; ``ValueError`` when it passed none or a non-number."""
+    if reward is None:
+        raise ValueError(
+            f"the legacy loop passed no reward to ctx.complete() for sample {sample_id!r}: "
+            "return ctx.complete(messages, reward=...) or pair the workflow with a Grader"
+        )
+    try:
+        return float(reward)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"sample {sample_id!r}: the loop's reward {reward!r} is not a number") from exc
 
 
 class LegacyLoopGrader(Grader):
@@ -186,17 +261,7 @@ class LegacyLoopGrader(Grader):
 
     async def grade(self, ctx: GraderContext) -> None:
         for sample_id, sample in ctx.get_samples().items():
-            reward = (sample.extra_fields or {}).get(REWARD_FIELD)
-            if reward is None:
-                raise ValueError(
-                    f"the legacy loop passed no reward to ctx.complete() for sample {sample_id!r}: "
-                    "return ctx.complete(messages, reward=...) or pair the workflow with a Grader"
-                )
-            try:
-                value = float(reward)
-            except (TypeError, ValueError) as exc:
-                raise ValueError(f"sample {sample_id!r}: the loop's reward {reward!r} is not a number") from exc
-            ctx.set_sample_reward(sample_id, value)
+            ctx.set_sample_reward(sample_id, loop_reward(sample_id, (sample.extra_fields or {}).get(REWARD_FIELD)))
 
 
 def loop_as_workflow(

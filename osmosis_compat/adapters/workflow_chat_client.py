@@ -66,7 +66,7 @@ class WorkflowChatClient:
 
     ``tools`` are OpenAI tool dicts sent in every request (omitted when empty); ``default_model`` is the
     ``model`` sent when the loop passes none (legacy default ``"default"``); ``settings`` defaults to the
-    legacy global ``get_settings().client``.
+    legacy global ``get_settings().client``; ``routing_headers=False`` (0.3.8) sends no ``x-*`` headers.
     """
 
     def __init__(
@@ -79,14 +79,19 @@ class WorkflowChatClient:
         tools: list[dict[str, Any]] | None = None,
         default_model: str = "default",
         settings: RolloutClientSettings | None = None,
+        routing_headers: bool = True,
     ) -> None:
         settings = settings or get_settings().client
         self.tools = list(tools or [])
         self.default_model = default_model
         self.rollout_id = rollout_id
         self.sample_id = sample_id
+        # 0.3.8 rollouts carry their identity in the URL: no x-rollout-id / x-sample-id headers then.
         self._dialect = WorkflowDialect(
-            chat_completions_url=chat_completions_url, api_key=api_key, rollout_id=rollout_id, sample_id=sample_id
+            chat_completions_url=chat_completions_url,
+            api_key=api_key,
+            rollout_id=rollout_id if routing_headers else "",
+            sample_id=sample_id if routing_headers else "",
         )
         self._policy = PolicyClient(
             DeliveryPolicy(

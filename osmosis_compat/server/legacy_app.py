@@ -36,12 +36,29 @@ from osmosis_compat.runtime.auth import extract_bearer_token, keys_match
 from osmosis_compat.runtime.engine import Admission, EngineClosedError
 from osmosis_compat.runtime.bridge import aclose_bridge
 from osmosis_compat.runtime.http import aclose_clients
+from osmosis_compat.runtime.store import RolloutStore
+from osmosis_compat.server.executors import LoopExecutor
+from osmosis_compat.server.polling import (
+    DEFAULT_POLLING_LEASE_TIMEOUT_SEC,
+    DEFAULT_RESULT_RETENTION_SEC,
+    DEFAULT_RESULT_WAIT_TIMEOUT_SEC,
+    PollingRollouts,
+    PollingSettings,
+    bearer_guard,
+    process_identity,
+)
+from osmosis_compat.workflow.types.protocol import RolloutInitRequest as PollingInitRequest
 
 __all__ = ["create_app"]
 
 logger = logging.getLogger("osmosis_ai.rollout.server")
 
 _UNAUTHORIZED = {"detail": "Invalid or missing API key"}
+_CALLBACK_BODY_ON_LEGACY = (
+    "this server runs a legacy agent loop: it speaks the legacy protocol (POST /v1/rollout/init) and the 0.3.8 "
+    "polling protocol (POST /rollout without callback URLs). A 0.2.x callback controller reaches the loop through "
+    "the adapter: osmosis-compat serve --expose workflow (or both)."
+)
 SHUTDOWN_ERROR_MESSAGE = "Rollout aborted: the rollout server shut down before the agent finished"
 
 
@@ -63,6 +80,10 @@ def create_app(
     on_shutdown: Callable[[], Awaitable[None]] | None = None,
     *,
     drain_timeout_seconds: float = 10.0,
+    result_wait_timeout_sec: float = DEFAULT_RESULT_WAIT_TIMEOUT_SEC,
+    polling_lease_timeout_sec: float = DEFAULT_POLLING_LEASE_TIMEOUT_SEC,
+    result_retention_sec: float = DEFAULT_RESULT_RETENTION_SEC,
+    store: RolloutStore | None = None,
 ) -> FastAPI:
     """Build the legacy RolloutServer app for ``agent_loop`` (upstream signature, plus a keyword-only drain bound).
 
@@ -71,18 +92,31 @@ def create_app(
     ``server_port`` were for Osmosis Platform registration, which osmosis-compat does not perform (a warning is
     logged if credentials are given). ``drain_timeout_seconds`` bounds how long shutdown waits for in-flight
     rollouts before sending them ERROR callbacks.
+
+    The app also answers today's controller, the 0.3.8 polling protocol (``POST /rollout`` → 202 + lease,
+    ``GET /rollout/{rollout_id}/result``, ``POST /rollout/cancel``; see :mod:`.polling` and
+    :class:`~.executors.LoopExecutor`), with 0.3.8's ``result_wait_timeout_sec`` / ``polling_lease_timeout_sec`` /
+    ``result_retention_sec``. With ``api_key`` those routes require ``Authorization: Bearer <api_key>`` (401
+    ``{"detail": "unauthorized"}`` otherwise, as 0.3.8). ``store`` is where rollout state lives (default: in memory).
     """
     settings = settings or get_settings()
     agent_name = str(getattr(agent_loop, "name", type(agent_loop).__name__))
+    polling_settings = PollingSettings(result_wait_timeout_sec, polling_lease_timeout_sec, result_retention_sec)
+    identity = process_identity()
     state = AppState(
         max_concurrent=max_concurrent,
         record_ttl_seconds=record_ttl_seconds,
         settings=settings,
         agent_loop_name=agent_name,
         drain_timeout_seconds=drain_timeout_seconds,
+        store=store,
+        instance_id=identity.process_id,
     )
     engine = state.engine
     client_settings = settings.client
+    polling = PollingRollouts(
+        engine, LoopExecutor(agent_loop, client_settings=client_settings), polling_settings, identity=identity
+    )
 
     if credentials is not None:
         logger.warning(
@@ -93,6 +127,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         logger.info("Starting RolloutServer for agent loop %r", agent_name)
+        await engine.store.start()
         engine.start()
         if on_startup is not None:
             await on_startup()
@@ -101,8 +136,10 @@ def create_app(
         finally:
             # Drain first, so on_shutdown never closes resources a still-running agent needs.
             await engine.shutdown()
+            await polling.close()
             if on_shutdown is not None:
                 await on_shutdown()
+            await engine.store.close()
             await aclose_clients()
             await aclose_bridge()  # the streaming bridge of adapted workflows (no-op when none was started)
 
@@ -114,11 +151,14 @@ def create_app(
     app.state.rollout_state = state
 
     def health_body() -> dict[str, Any]:
+        # The legacy keys, plus what a 0.3.8 controller reads (capacity, process identity, admission state).
         return {
             "status": "healthy",
             "agent_loop": agent_name,
             "active_rollouts": engine.active_count,
             "completed_rollouts": engine.completed_count,
+            "concurrency": engine.limiter.snapshot(),
+            **polling.health_fields(),
         }
 
     async def prepare(rollout_request: RolloutRequest) -> tuple[dict[str, Any], Any]:
@@ -153,7 +193,6 @@ def create_app(
             )
             try:
                 result = await agent_loop.run(ctx)
-                admission.outcome = result  # kept for protocols that let the controller pull results
                 await llm.complete_rollout(
                     status=result.status,
                     final_messages=result.final_messages,
@@ -198,22 +237,24 @@ def create_app(
             return JSONResponse(status_code=500, content={"detail": str(exc)})
         except EngineClosedError as exc:
             return JSONResponse(status_code=503, content={"detail": str(exc)})
-        init_body, _ = submission.value
         # Duplicates get the leader's body, including the leader's rollout_id (upstream behaviour).
-        return JSONResponse(status_code=202, content=init_body)
+        return JSONResponse(status_code=202, content=submission.value)
 
     async def submit(key: str, rollout_request: RolloutRequest) -> Any:
-        prepared: dict[str, Any] = {}
+        raw_tools: list[Any] = []
 
-        async def do_prepare() -> tuple[dict[str, Any], Any]:
-            prepared["value"] = value = await prepare(rollout_request)
-            return value
+        async def do_prepare() -> dict[str, Any]:
+            # Duplicates are told the init answer (kept in the store); only the leader needs the raw tools.
+            init_body, tools = await prepare(rollout_request)
+            raw_tools.append(tools)
+            return init_body
 
         return await engine.submit(
             key,
             prepare=do_prepare,
-            run=lambda admission: run(rollout_request, prepared["value"][1], admission),
+            run=lambda admission: run(rollout_request, raw_tools[0], admission),
             abort=lambda admission: abort(rollout_request, admission),
+            protocol="legacy",
         )
 
     def platform_health(request: Request) -> JSONResponse:
@@ -226,4 +267,24 @@ def create_app(
 
     app.add_api_route("/health", lambda: JSONResponse(health_body()), methods=["GET"])
     app.add_api_route("/platform/health", platform_health, methods=["GET"])
+
+    polling_guard = bearer_guard(api_key)
+
+    async def polling_rollout(rollout_request: PollingInitRequest, request: Request) -> Any:
+        denied = polling_guard(request)
+        if denied is not None:
+            return denied
+        if rollout_request.uses_callbacks:
+            return JSONResponse(status_code=422, content={"detail": _CALLBACK_BODY_ON_LEGACY})
+        return await polling.admit(rollout_request)
+
+    app.add_api_route(
+        "/rollout",
+        polling_rollout,
+        methods=["POST"],
+        status_code=202,
+        summary="Admit a rollout from a 0.3.8 polling controller (202 + lease)",
+    )
+    polling.add_result_routes(app, polling_guard)
+    app.state.rollout_polling = polling
     return app

@@ -1,6 +1,9 @@
-"""``create_rollout_server``: the 0.2.x ``/rollout`` protocol (spec workflow-api §3) on the shared engine.
+"""``create_rollout_server``: the ``/rollout`` protocols of 0.2.31 (callbacks, spec workflow-api §3) and 0.3.8
+(polling, spec polling-protocol.md) on the shared engine. ``POST /rollout`` is shared: a body with
+``completion_callback_url`` takes the 0.2.31 path below; one without it (what a 0.3.8 controller sends) the
+polling router (:mod:`.polling`), which holds the result for ``GET /rollout/{id}/result``.
 
-Request flow: FastAPI validates the ``RolloutInitRequest`` body (422 with details) → the engine admits the rollout
+0.2.31 request flow: FastAPI validates the ``RolloutInitRequest`` body (422 with details) → the engine admits the rollout
 under its ``rollout_id`` (a rollout_id that is still running is not started again; the duplicate gets the same
 200 ``{}``) → 200 ``{}`` → in a tracked background task, inside the rollout's ``RolloutContext``,
 ``backend.execute`` runs the workflow; the completion callback is posted before grading starts, the grader
@@ -27,13 +30,24 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from osmosis_compat.runtime.callbacks import CallbackLedger, CallbackSender, get_workflow_callback_policy
-from osmosis_compat.runtime.engine import Admission, EngineClosedError, RolloutEngine
+from osmosis_compat.runtime.engine import Admission, EngineClosedError, EngineFullError, RolloutEngine
 from osmosis_compat.runtime.http import aclose_clients
 from osmosis_compat.runtime.jsonwire import NotJSONError
+from osmosis_compat.runtime.store import RolloutStore, StoreUnavailableError
+from osmosis_compat.server.executors import WorkflowExecutor
+from osmosis_compat.server.polling import (
+    DEFAULT_POLLING_LEASE_TIMEOUT_SEC,
+    DEFAULT_RESULT_RETENTION_SEC,
+    DEFAULT_RESULT_WAIT_TIMEOUT_SEC,
+    PollingRollouts,
+    PollingSettings,
+    bearer_guard,
+    process_identity,
+)
 from osmosis_compat.workflow.auth import ControllerAuth
 from osmosis_compat.workflow.backend.base import ExecutionBackend
 from osmosis_compat.workflow.context import RolloutContext
@@ -110,6 +124,7 @@ class _WorkflowRollouts:
             request.rollout_id,
             run=lambda admission: self.run(request, admission),
             abort=lambda admission: self.abort(request, admission),
+            protocol="workflow",
         )
         if not submission.created:
             logger.warning("Rollout %s is already running; the duplicate request starts nothing", request.rollout_id)
@@ -131,16 +146,14 @@ class _WorkflowRollouts:
             )
             rollout_ctx = RolloutContext(
                 chat_completions_url=request.chat_completions_url,
-                api_key=request.controller_api_key,
+                api_key=request.model_api_key,
                 rollout_id=request.rollout_id,
             )
 
             async def on_workflow_complete(result: ExecutionResult) -> None:
-                admission.outcome = result  # kept for protocols that let the controller pull results
                 await self.send_completion(request, ledger, result)
 
             async def on_grader_complete(result: ExecutionResult) -> None:
-                admission.outcome = result
                 await self.send_grader(request, ledger, result)
 
             with rollout_ctx:
@@ -169,7 +182,7 @@ class _WorkflowRollouts:
             # The terminal callback: a controller may resubmit this rollout_id the moment it arrives.
             admission = self.engine.get(request.rollout_id)
             if admission is not None and admission.context.get("ledger") is ledger:
-                self.engine.release(admission)
+                await self.engine.release(admission)
         await self.sender.send(
             url,
             payload,
@@ -238,22 +251,51 @@ def create_rollout_server(
     backend: ExecutionBackend,
     lifespan: Callable[[FastAPI], Any] | None = None,
     configure_logging: bool = True,
+    result_wait_timeout_sec: float = DEFAULT_RESULT_WAIT_TIMEOUT_SEC,
+    polling_lease_timeout_sec: float = DEFAULT_POLLING_LEASE_TIMEOUT_SEC,
+    result_retention_sec: float = DEFAULT_RESULT_RETENTION_SEC,
+    api_key: str | None = None,
     drain_timeout_seconds: float = DEFAULT_DRAIN_TIMEOUT_SECONDS,
+    store: RolloutStore | None = None,
+    max_pending: int | None = None,
 ) -> FastAPI:
-    """Build the rollout server app for ``backend``: ``GET /health`` and ``POST /rollout`` (spec §3.1–§3.2).
+    """Build the rollout server app for ``backend``: both ``/rollout`` protocols on one engine.
 
-    ``lifespan`` is the user's FastAPI lifespan (entered after the engine starts, left after in-flight rollouts
-    drained). ``configure_logging=True`` sets up INFO logging only if the root logger has no handler.
-    ``drain_timeout_seconds`` (osmosis-compat addition) bounds how long shutdown waits for in-flight rollouts
-    before cancelling them and sending their failure callbacks.
+    Routes: ``GET /health``; ``POST /rollout`` — a body with ``completion_callback_url`` is a 0.2.31 admission
+    (200 ``{}``, results to the callbacks), one without it a 0.3.8 admission (202 + polling lease);
+    ``GET /rollout/{rollout_id}/result`` and ``POST /rollout/cancel`` (0.3.8).
+
+    0.3.8 keyword arguments: ``result_wait_timeout_sec`` (long-poll wait, 30), ``polling_lease_timeout_sec`` (120,
+    must exceed the wait), ``result_retention_sec`` (how long a finished result is held, 900), ``api_key`` (every
+    route then requires ``Authorization: Bearer <api_key>``, else 401). ``lifespan`` is the user's FastAPI
+    lifespan (entered after the engine starts, left after in-flight rollouts drained); ``configure_logging=True``
+    sets up INFO logging only if the root logger has no handler.
+
+    osmosis-compat additions: ``drain_timeout_seconds`` bounds how long shutdown waits for in-flight rollouts
+    before ending them (failure callbacks, or a held ``failure`` result); ``store`` is where rollout state lives
+    (default in memory; a shared store lets several processes serve as one); ``max_pending`` caps admitted,
+    unfinished rollouts (429 + ``Retry-After`` beyond it; default: no cap, as upstream's ``LocalBackend``).
     """
     if configure_logging:
         _configure_logging()
-    engine = RolloutEngine(max_concurrent=None, keep_completed=False, drain_timeout_seconds=drain_timeout_seconds)
+    if api_key is not None and not api_key.strip():
+        raise ValueError("api_key must be non-empty when provided")
+    settings = PollingSettings(result_wait_timeout_sec, polling_lease_timeout_sec, result_retention_sec)
+    identity = process_identity()
+    engine = RolloutEngine(
+        max_concurrent=None,
+        keep_completed=False,
+        drain_timeout_seconds=drain_timeout_seconds,
+        max_pending=max_pending,
+        store=store,
+        instance_id=identity.process_id,
+    )
     rollouts = _WorkflowRollouts(backend, engine)
+    polling = PollingRollouts(engine, WorkflowExecutor(backend, process_id=identity.process_id), settings, identity=identity)
 
     @asynccontextmanager
     async def server_lifespan(app: FastAPI) -> AsyncIterator[Any]:
+        await engine.store.start()
         engine.start()
         try:
             if lifespan is None:
@@ -267,22 +309,49 @@ def create_rollout_server(
                         await engine.shutdown()
         finally:
             await engine.shutdown()
+            await polling.close()
+            shutdown = getattr(backend, "shutdown", None)
+            if shutdown is not None:
+                try:
+                    await shutdown()
+                except Exception:
+                    logger.exception("The backend's shutdown() failed")
+            await engine.store.close()
             await aclose_clients()
 
-    app = FastAPI(lifespan=server_lifespan)
+    app = FastAPI(title="Osmosis rollout server (workflow)", lifespan=server_lifespan)
     app.state.rollout_engine = engine
     app.state.rollout_backend = backend
+    app.state.rollout_polling = polling
+    if api_key is not None:
+        require_key = bearer_guard(api_key)
+
+        @app.middleware("http")
+        async def authenticate(request: Request, call_next: Any) -> Any:
+            return require_key(request) or await call_next(request)
 
     @app.get("/health")
     async def health() -> Any:
-        return backend.health()
+        payload = dict(backend.health())
+        payload.update(polling.health_fields())
+        return payload
 
     @app.post("/rollout", response_model=RolloutInitResponse)
     async def rollout(request: RolloutInitRequest) -> Any:
+        if not request.uses_callbacks:
+            return await polling.admit(request)
         try:
             await rollouts.submit(request)
         except EngineClosedError as exc:
             return JSONResponse(status_code=503, content={"detail": str(exc)})
-        return {}
+        except EngineFullError:
+            return JSONResponse(
+                status_code=429, content={"detail": "rollout queue is full; retry later"}, headers={"Retry-After": "5"}
+            )
+        except StoreUnavailableError as exc:
+            logger.error("Rollout %s not admitted: the rollout store is unavailable: %s", request.rollout_id, exc)
+            return JSONResponse(status_code=503, content={"detail": "rollout store unavailable; retry later"})
+        return JSONResponse({})
 
+    polling.add_result_routes(app)
     return app

@@ -182,8 +182,13 @@ async def test_async_get_tools_is_awaited(gate):
 
 def test_health_bodies(slow_server):
     body = httpx.get(slow_server.url + "/health").json()
-    assert set(body) == {"status", "agent_loop", "active_rollouts", "completed_rollouts"}
+    legacy = {"status", "agent_loop", "active_rollouts", "completed_rollouts"}
+    polling = {"concurrency", "instance_id", "process_id", "lifecycle"}  # what a 0.3.8 controller reads
+    assert set(body) == legacy | polling
     assert body["status"] == "healthy" and body["agent_loop"] == "slow"
+    assert body["concurrency"]["max_concurrent"] == 100  # the legacy default (settings.server)
+    assert body["lifecycle"]["accepting_rollouts"] is True
+    assert body["lifecycle"]["active_rollouts"] == body["active_rollouts"]
 
 
 def test_platform_health_needs_the_key(slow_server):
