@@ -21,7 +21,9 @@ def all_rules() -> list[type[Rule]]:
             raise
     from codemods.rules.strands_agent import StrandsAgentRule
     from codemods.rules.openai_agent import OpenAIAgentRule
+    from codemods.rules.workflow_03 import Workflow03Rule
     from codemods.rules.imports import ImportsRule
 
-    rules += [StrandsAgentRule, OpenAIAgentRule, ImportsRule]
+    # workflow-0.3 after the rules that write workflows (it moves what they wrote for 0.2, if any), before imports
+    rules += [StrandsAgentRule, OpenAIAgentRule, Workflow03Rule, ImportsRule]
     return rules
