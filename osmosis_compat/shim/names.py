@@ -80,11 +80,13 @@ LEGACY_ROLLOUT_NAMES = (
 )
 
 WORKFLOW_ROLLOUT_NAMES = (
-    "AgentWorkflow", "AgentWorkflowConfig", "AgentWorkflowContext", "BaseConfig", "ConcurrencyConfig",
-    "ControllerAuth", "ExecutionBackend", "ExecutionRequest", "ExecutionResult", "Grader", "GraderCompleteRequest",
+    "AgentWorkflow", "AgentWorkflowConfig", "AgentWorkflowContext", "AgentWorkflowOutput", "BaseConfig",
+    "ConcurrencyConfig", "ControllerAuth", "ExecutionBackend", "ExecutionOutcome", "ExecutionRequest",
+    "ExecutionResult", "Grader", "GraderCompleteRequest",
     "GraderConfig", "GraderContext", "GraderInitRequest", "GraderInitResponse", "GraderStatus",
     "HarborAgentWorkflowContext", "LocalBackend", "MultiTurnMode", "RolloutCompleteRequest", "RolloutErrorCategory",
-    "RolloutInitRequest", "RolloutInitResponse", "RolloutSample", "SampleSource", "create_rollout_server",
+    "RolloutInitRequest", "RolloutInitResponse", "RolloutResultResponse", "RolloutSample", "SampleSource",
+    "create_rollout_server",
     "get_rollout_context",
 )
 
@@ -176,6 +178,7 @@ _TABLE: dict[str, Entry] = {
     "osmosis_ai.rollout.types.config": Entry(target=f"{WORKFLOW}.types.config"),
     "osmosis_ai.rollout.types.protocol": Entry(target=f"{WORKFLOW}.types.protocol"),
     "osmosis_ai.rollout.types.sample": Entry(target=f"{WORKFLOW}.types.sample"),
+    "osmosis_ai.rollout.types.output": Entry(target=f"{WORKFLOW}.types.output"),
     "osmosis_ai.rollout.backend": Entry(target=f"{WORKFLOW}.backend"),
     "osmosis_ai.rollout.backend.base": Entry(target=f"{WORKFLOW}.backend.base"),
     "osmosis_ai.rollout.backend.local": Entry(is_package=True, sources=(f"{WORKFLOW}.backend.local",)),

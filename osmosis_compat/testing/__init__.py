@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from osmosis_compat.testing.policy import ChatPolicy, ScriptedPolicy, ToolBinding
+    from osmosis_compat.testing.polling_controller import FakePollingController, PollingAdmission, PollingRolloutRecord
     from osmosis_compat.testing.recording import (
         RecordedRequest,
         RolloutTimeout,
@@ -31,6 +32,9 @@ _EXPORTS = {
     "ChatPolicy": "policy",
     "ScriptedPolicy": "policy",
     "ToolBinding": "policy",
+    "FakePollingController": "polling_controller",
+    "PollingAdmission": "polling_controller",
+    "PollingRolloutRecord": "polling_controller",
     "RecordedRequest": "recording",
     "RolloutTimeout": "recording",
     "StatusScript": "recording",

@@ -69,8 +69,12 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(
         (
             "AgentWorkflowConfig",
+            "AgentWorkflowOutput",
             "BaseConfig",
+            "CancelRolloutsRequest",
+            "CancelRolloutsResponse",
             "ConcurrencyConfig",
+            "ExecutionOutcome",
             "ExecutionRequest",
             "ExecutionResult",
             "GraderCompleteRequest",
@@ -84,6 +88,7 @@ _EXPORTS: dict[str, str] = {
             "RolloutErrorCategory",
             "RolloutInitRequest",
             "RolloutInitResponse",
+            "RolloutResultResponse",
             "RolloutSample",
             "RolloutStatus",
         ),
