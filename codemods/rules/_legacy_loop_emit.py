@@ -11,6 +11,7 @@ from typing import Any, Optional, Sequence
 
 import libcst as cst
 
+from codemods.base import ImportTable, RuleContext, remove_unused_imports, used_names
 from codemods.rules._legacy_loop_analysis import LoopPlan, ToolPlan
 
 STRANDS_MOD = "osmosis_ai.rollout.integrations.agents.strands"
@@ -489,3 +490,34 @@ def legacy_helper_statements(names: Sequence[str], module: cst.Module) -> list[c
         stmt = cst.parse_statement(_reindent(LEGACY_HELPERS[name][0], ind, nl), config=module.config_for_parsing)
         out.append(stmt.with_changes(leading_lines=[cst.EmptyLine(indent=False)] * 2))
     return out
+
+
+def inline_legacy_helpers(module: cst.Module, ctx: RuleContext, code: str = "OM304") -> cst.Module:
+    """Legacy SDK helpers the file still calls (get_tool_call_info, create_tool_result, the schema classes, …) are
+    written into it and their import dropped: osmosis-ai 0.2.18+ has none of them (spec/legacy-protocol.md §2.10)."""
+    table = ImportTable.of(module)
+    candidates = [local for local, q in table.names.items()
+                  if local in LEGACY_HELPERS and q == f"{q.rpartition('.')[0]}.{local}"
+                  and q.rpartition(".")[0] in LEGACY_HELPER_MODULES]
+    if not candidates:
+        return module
+    used = used_names(module)
+    wanted = [name for name in candidates if name in used]
+    if not wanted:
+        return module
+    module, _ = remove_unused_imports(module, wanted, used - set(wanted))
+    defs = legacy_helper_statements(wanted, module)
+    body = list(module.body)
+    at = 0
+    for i, stmt in enumerate(body):
+        if isinstance(stmt, cst.SimpleStatementLine) and all(isinstance(x, (cst.Import, cst.ImportFrom)) for x in stmt.body):
+            at = i + 1
+    if at == 0 and body and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Expr) \
+            and isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+        at = 1  # after the module docstring
+    if at < len(body):
+        body[at] = body[at].with_changes(leading_lines=[cst.EmptyLine(indent=False)] * 2 + [
+            l for l in body[at].leading_lines if l.comment is not None])
+    body[at:at] = defs
+    ctx.edit(code, 0, "legacy SDK helpers written into the file (osmosis-ai 0.2.18+ has none): " + ", ".join(sorted(wanted)))
+    return module.with_changes(body=body)

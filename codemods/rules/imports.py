@@ -11,7 +11,9 @@
 Every import form is handled: ``from a import b as c`` (the alias is kept), ``import a.b as m`` + ``m.Name``
 (the attribute becomes the imported name), star imports (an explicit import is added for the moved names the
 module uses). Imports a rewrite leaves unused are removed; added ones are added once (OM401 moved, OM402 unused
-removed; TODO OM490 removed name).
+removed; TODO OM490 removed name). A module that is not a legacy loop but calls the legacy SDK's tool helpers
+(``get_tool_call_info``, ``create_tool_result``, … — e.g. the tool module beside a rewritten loop) gets their
+definitions written in (OM403): osmosis-ai 0.2.18+ has none of them.
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ class ImportsRule(Rule):
             or any(m.startswith("osmosis_ai") for m in table.modules.values())
         )
         if not needs_work:
-            return module  # the common case: nothing moved here, no pass over the tree
+            return self.legacy_helpers(module, table, ctx)  # the common case: nothing moved here
         ctx.module = module
         maybe_unused: set[str] = set()
         needed: list[tuple[str, str]] = []
@@ -168,7 +170,20 @@ class ImportsRule(Rule):
             new, removed = remove_unused_imports(new, maybe_unused)
             for name in removed:
                 ctx.edit("OM402", None, f"removed unused import `{name}`")
-        return _merge_duplicate_from_imports(new, ctx)
+        return self.legacy_helpers(_merge_duplicate_from_imports(new, ctx), ImportTable.of(new), ctx)
+
+    @staticmethod
+    def legacy_helpers(module: cst.Module, table: ImportTable, ctx: RuleContext) -> cst.Module:
+        """A module that is not a legacy loop itself but calls legacy SDK tool helpers (a tool module beside a
+        rewritten loop) gets their definitions written in (OM403): osmosis-ai 0.2.18+ has none of them."""
+        from codemods.rules._legacy_loop_emit import LEGACY_HELPER_MODULES, LEGACY_HELPERS, inline_legacy_helpers
+
+        if not any(q.rpartition(".")[0] in LEGACY_HELPER_MODULES and local in LEGACY_HELPERS
+                   for local, q in table.names.items()):
+            return module
+        if any(q.endswith(".RolloutAgentLoop") for q in table.names.values()):
+            return module  # a legacy loop file: the legacy-loop rule decides (a loop left as it is keeps its imports)
+        return inline_legacy_helpers(module, ctx, "OM403")
 
 
 def _merge_duplicate_from_imports(module: cst.Module, ctx: RuleContext) -> cst.Module:

@@ -52,7 +52,6 @@ from codemods.base import (
     dotted_name,
     has_skip_marker,
     remove_unused_imports,
-    used_names,
     with_todo_comment,
 )
 from codemods.rules._legacy_loop_analysis import (
@@ -65,13 +64,11 @@ from codemods.rules._legacy_loop_analysis import (
     walk_cache,
 )
 from codemods.rules._legacy_loop_emit import (
-    LEGACY_HELPER_MODULES,
-    LEGACY_HELPERS,
     LEGACY_MAX_CONCURRENT,
     STRANDS_MOD,
     backend_statement,
     helper_statements,
-    legacy_helper_statements,
+    inline_legacy_helpers,
     rewrite_statements,
     server_call,
     snake,
@@ -429,29 +426,7 @@ class _Migration:
         return module
 
     def inline_legacy_helpers(self, module: cst.Module) -> cst.Module:
-        """Legacy SDK helpers the rewritten file still calls (get_tool_call_info, create_tool_result, the schema
-        classes, …) are written into it, their import dropped: osmosis-ai 0.2.18+ has none of them."""
-        table = ImportTable.of(module)
-        used = used_names(module)
-        wanted = [local for local, q in table.names.items()
-                  if local in LEGACY_HELPERS and q == f"{q.rpartition('.')[0]}.{local}"
-                  and q.rpartition(".")[0] in LEGACY_HELPER_MODULES and local in used]
-        if not wanted:
-            return module
-        module, _ = remove_unused_imports(module, wanted, used - set(wanted))
-        defs = legacy_helper_statements(wanted, module)
-        body = list(module.body)
-        at = 0
-        for i, stmt in enumerate(body):
-            if isinstance(stmt, cst.SimpleStatementLine) and all(isinstance(x, (cst.Import, cst.ImportFrom)) for x in stmt.body):
-                at = i + 1
-        if at < len(body):
-            body[at] = body[at].with_changes(leading_lines=[cst.EmptyLine(indent=False)] * 2 + [
-                l for l in body[at].leading_lines if l.comment is not None])
-        body[at:at] = defs
-        self.ctx.edit("OM304", 0, "legacy SDK helpers written into the file (osmosis-ai 0.2.18+ has none): "
-                      + ", ".join(sorted(wanted)))
-        return module.with_changes(body=body)
+        return inline_legacy_helpers(module, self.ctx)
 
     def used_in(self, module: cst.Module) -> set[str]:
         """``base.used_names`` of ``module``, from the memoised walk (unchanged statements are not walked again)."""
