@@ -619,6 +619,9 @@ def remove_unused_imports(
                 new_stmt = stmt.with_changes(body=smalls)
         if new_stmt is None:
             carried.extend(stmt.leading_lines)
+            trailing = stmt.trailing_whitespace.comment if isinstance(stmt, cst.SimpleStatementLine) else None
+            if trailing is not None:  # `import x  # why`: the comment outlives the import, as a line of its own
+                carried.append(cst.EmptyLine(comment=trailing))
             changed = True
             continue
         if new_stmt is not stmt:
