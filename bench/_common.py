@@ -37,9 +37,11 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def start_server(code: str, port: int) -> subprocess.Popen:
-    """Run ``code`` (which must serve on 127.0.0.1:port) in a child and wait for GET /health."""
-    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=ENV)
+def start_server(code: str, port: int, *, python: str | None = None, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """Run ``code`` (which must serve on 127.0.0.1:port) in a child and wait for GET /health.
+
+    ``python``/``env``: another interpreter and its environment (e.g. a side venv with the real osmosis-ai)."""
+    proc = subprocess.Popen([python or sys.executable, "-c", code], cwd=ROOT, env=env or ENV)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if proc.poll() is not None:

@@ -15,6 +15,12 @@ Figures:
 - CPU per model call in process, our pooled-client transport vs upstream's litellm path (same code, switched with
   ``OSMOSIS_COMPAT_MODEL_TRANSPORT=litellm``).
 
+- with ``--gc-compare``: osmosis-compat also with ``OSMOSIS_COMPAT_GC_FREEZE=0`` (the state before the fix);
+- with ``--upstream``: the same servers run by the real osmosis-ai 0.2.31 (its side venv, built by
+  ``tests/upstream/venvs.py``), measured in the same run, so both columns share the machine's load.
+  ``call gap p99`` is where event-loop stalls show (issue 12: 121–170 ms at concurrency 20 from full GC passes
+  over the OpenAI Agents import heap; fixed by ``workflow/integrations/_gc.py``).
+
 Targets (issue 3, item 9): ≥ 1.5× upstream 0.2.31's rollouts/s on this machine (Strands ~19 / ~27 at concurrency
 1 / 20, OpenAI Agents ~24 / ~28) and ≤ 150 MB peak RSS (upstream ~250 / ~275 MB; ~46 / ~37 ms server CPU).
 Run: ``python bench/workflow_integrations.py [--rollouts N]``
@@ -85,14 +91,32 @@ def gaps_ms(controller, tag: str) -> list[float]:
     return gaps
 
 
-async def measure(controller, name: str, concurrency: int, n: int) -> dict[str, float]:
+def upstream_interpreter(version: str = "0.2.31") -> tuple[str, dict[str, str]]:
+    """The side venv's interpreter and environment (the real osmosis-ai; built on first use, 1–2 minutes)."""
+    import sys
+
+    from _common import ROOT
+
+    sys.path.insert(0, str(ROOT))
+    from tests.upstream.venvs import upstream_env, upstream_python
+
+    return str(upstream_python(version)), upstream_env(version)
+
+
+async def measure(controller, name: str, concurrency: int, n: int, upstream: bool = False,
+                  run: str = "", freeze_off: bool = False) -> dict[str, float]:
     module, question, label, *_ = INTEGRATIONS[name]
     port = free_port()
-    proc = start_server(SERVER.format(module=module, port=port), port)
+    python, env = upstream_interpreter() if upstream else (None, None)
+    if freeze_off:  # the state before issue 12's fix: full GC passes walk the framework's import heap
+        from _common import ENV
+
+        env = {**ENV, "OSMOSIS_COMPAT_GC_FREEZE": "0"}
+    proc = start_server(SERVER.format(module=module, port=port), port, python=python, env=env)
     url = f"http://127.0.0.1:{port}"
     try:
-        await drive(controller, url, question, label, 10, min(concurrency, 4), f"warm-{name}-{concurrency}")
-        tag = f"{name}-c{concurrency}"
+        await drive(controller, url, question, label, 10, min(concurrency, 4), f"warm-{name}-{concurrency}{run}")
+        tag = f"{name}-c{concurrency}{run}"
         cpu_before = cpu_seconds(proc.pid)
         wall = await drive(controller, url, question, label, n, concurrency, tag)
         cpu_ms = (cpu_seconds(proc.pid) - cpu_before) * 1000 / n
@@ -100,10 +124,12 @@ async def measure(controller, name: str, concurrency: int, n: int) -> dict[str, 
         rss = peak_rss_mb(proc.pid)
     finally:
         stop(proc)
-    return {"rate": n / wall, "cpu_ms": cpu_ms, "gap_p50": median(gaps), "gap_p99": percentile(gaps, 99), "rss": rss}
+    return {"rate": n / wall, "cpu_ms": cpu_ms, "gap_p50": median(gaps), "gap_p99": percentile(gaps, 99),
+            "gap_max": max(gaps), "rss": rss}
 
 
-async def main_async(n: int, only: list[str]) -> bool:
+async def main_async(n: int, only: list[str], upstream: bool = False, rounds: int = 1,
+                     gc_compare: bool = False) -> bool:
     from osmosis_compat.testing import FakeWorkflowController, ScriptedPolicy
 
     controller = FakeWorkflowController(ScriptedPolicy(latency_s=0.0))
@@ -112,20 +138,28 @@ async def main_async(n: int, only: list[str]) -> bool:
     rows = []
     load_before = os.getloadavg()[0]
     async with controller.serve_async():
-        for name in only:
-            for concurrency in (1, 20):
-                rows.append((name, concurrency, await measure(controller, name, concurrency, n)))
+        for round_ in range(rounds):
+            for name in only:
+                for concurrency in (1, 20):
+                    sides = ["osmosis-compat"] + (["no-gc-freeze"] if gc_compare else []) + (
+                        ["upstream"] if upstream else [])
+                    for side in sides:
+                        m = await measure(controller, name, concurrency, n, upstream=side == "upstream",
+                                          run=f"-{side}-r{round_}", freeze_off=side == "no-gc-freeze")
+                        rows.append((name, concurrency, side, m))
 
     ok = True
-    print(f"{'integration':14} {'conc':>4} {'rollouts/s':>10} {'upstream':>8} {'ratio':>6} {'CPU ms/rollout':>14} "
-          f"{'(upstream)':>10} {'call gap p50/p99 ms':>20} {'peak RSS MB':>11}")
-    for name, concurrency, m in rows:
+    print(f"{'integration':14} {'server':14} {'conc':>4} {'rollouts/s':>10} {'upstream':>8} {'ratio':>6} "
+          f"{'CPU ms/rollout':>14} {'(upstream)':>10} {'call gap p50/p99/max ms':>24} {'peak RSS MB':>11}")
+    for name, concurrency, side, m in rows:
         _, _, _, up_c1, up_c20, up_cpu, up_rss = INTEGRATIONS[name]
-        upstream = up_c1 if concurrency == 1 else up_c20
-        ratio = m["rate"] / upstream
-        ok &= ratio >= TARGET_RATIO and m["rss"] <= TARGET_RSS_MB
-        print(f"{name:14} {concurrency:4d} {m['rate']:10.1f} {upstream:8.0f} {ratio:5.2f}x {m['cpu_ms']:14.1f} "
-              f"{up_cpu:10.0f} {m['gap_p50']:9.2f} / {m['gap_p99']:8.2f} {m['rss']:11.1f}")
+        upstream_rate = up_c1 if concurrency == 1 else up_c20
+        ratio = m["rate"] / upstream_rate
+        if side == "osmosis-compat":
+            ok &= ratio >= TARGET_RATIO and m["rss"] <= TARGET_RSS_MB
+        print(f"{name:14} {side:14} {concurrency:4d} {m['rate']:10.1f} {upstream_rate:8.0f} {ratio:5.2f}x "
+              f"{m['cpu_ms']:14.1f} {up_cpu:10.0f} {m['gap_p50']:7.2f} /{m['gap_p99']:7.2f} /{m['gap_max']:7.1f} "
+              f"{m['rss']:11.1f}")
     print(f"load average (1 min) before / after: {load_before:.1f} / {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"targets: >= {TARGET_RATIO}x upstream rollouts/s, <= {TARGET_RSS_MB:.0f} MB peak RSS "
           f"(upstream ~250 MB Strands, ~275 MB OpenAI Agents) -> {'met' if ok else 'NOT met'}")
@@ -184,8 +218,14 @@ def main() -> None:
     parser.add_argument("--rollouts", type=int, default=200, help="measured rollouts per configuration")
     parser.add_argument("--only", choices=sorted(INTEGRATIONS), action="append", help="limit to one integration")
     parser.add_argument("--no-per-call", action="store_true", help="skip the in-process per-call CPU comparison")
+    parser.add_argument("--upstream", action="store_true",
+                        help="also serve each configuration with the real osmosis-ai 0.2.31 (side venv), interleaved")
+    parser.add_argument("--rounds", type=int, default=1, help="repeat every configuration this many times")
+    parser.add_argument("--gc-compare", action="store_true",
+                        help="also run osmosis-compat with OSMOSIS_COMPAT_GC_FREEZE=0 (the p99 stall before issue 12)")
     args = parser.parse_args()
-    asyncio.run(main_async(args.rollouts, args.only or sorted(INTEGRATIONS)))
+    asyncio.run(main_async(args.rollouts, args.only or sorted(INTEGRATIONS), upstream=args.upstream,
+                           rounds=args.rounds, gc_compare=args.gc_compare))
     if not args.no_per_call:
         asyncio.run(per_call_cpu())
 

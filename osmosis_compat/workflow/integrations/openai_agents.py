@@ -13,6 +13,10 @@ Tracing: importing this module disables OpenAI Agents tracing unless the user co
 trace processors installed). Rollouts thus never try to export traces to api.openai.com (spec/frameworks.md P3).
 Call ``agents.set_tracing_disabled(False)`` after the import to turn it back on.
 
+Garbage collection: importing this module freezes the heap the framework import left (``gc.freeze()``, see
+``_gc.py``), so full collections during rollouts do not pause the event loop for 100+ ms
+(``OSMOSIS_COMPAT_GC_FREEZE=0`` opts out).
+
 Model calls go through one pooled ``AsyncOpenAI`` client per loop and endpoint (``OpenAIChatCompletionsModel``
 streaming, as upstream's ``get_response`` streamed) instead of ``litellm.acompletion``; settings that litellm
 handles its own way (``extra_args``, ``metadata``, ``reasoning``…) take the litellm path unchanged.
@@ -33,6 +37,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from osmosis_compat.workflow.context import RolloutContext, SampleSource, get_rollout_context  # noqa: E402
 from osmosis_compat.workflow.integrations._deferred_litellm import import_deferring_litellm  # noqa: E402
+from osmosis_compat.workflow.integrations._gc import freeze_import_heap  # noqa: E402
 from osmosis_compat.workflow.integrations._openai_client import (  # noqa: E402
     RawChatClient,
     auth_headers_for,
@@ -88,6 +93,10 @@ def _disable_tracing_unless_configured() -> None:
 
 
 _disable_tracing_unless_configured()
+
+# The framework is imported now: keep its ~190k objects out of full GC passes (100-200 ms event-loop pauses under
+# load otherwise; see _gc.py).
+freeze_import_heap("OpenAI Agents integration imported")
 
 
 # -- sessions -------------------------------------------------------------------------------------------------
@@ -348,6 +357,3 @@ class OsmosisAgent(Agent):
         if isinstance(model, OsmosisRolloutModel):
             model = OsmosisLitellmModel(**model.litellm_kwargs)
         super().__init__(*args, model=model, **kwargs)
-
-import gc as _gc
-_gc.freeze()
