@@ -21,6 +21,7 @@ from typing import Any
 
 from osmosis_compat.workflow.context import RolloutContext, SampleSource, get_rollout_context
 from osmosis_compat.workflow.integrations._deferred_litellm import import_deferring_litellm
+from osmosis_compat.workflow.integrations._gc import freeze_import_heap
 from osmosis_compat.workflow.integrations._openai_client import (
     auth_headers_for,
     chunk_stream_class,
@@ -36,6 +37,10 @@ from strands import Agent as StrandsAgent  # noqa: E402  (after the deferred lit
 from strands.models.model import Model  # noqa: E402
 
 LiteLLMModel = _strands_litellm.LiteLLMModel
+
+# The framework is imported now: keep its import heap out of full GC passes (event-loop pauses of 100+ ms under
+# load otherwise; see _gc.py; OSMOSIS_COMPAT_GC_FREEZE=0 opts out).
+freeze_import_heap("Strands integration imported")
 
 __all__ = ["OsmosisRolloutModel", "OsmosisStrandsAgent", "RolloutLiteLLMModel", "StrandsAgentSampleSource"]
 

@@ -1,4 +1,4 @@
-"""The OpenAI Agents integration keeps its import heap out of full GC passes (issue 12: p99 stalls).
+"""The framework integrations keep their import heap out of full GC passes (issue 12: p99 stalls).
 
 A full (generation-2) collection walks every tracked object; with the framework's ~190k import-time objects in the
 oldest generation each one paused a rollout server's event loop for 100-200 ms. After the import they are frozen,
@@ -13,33 +13,36 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 PROBE = textwrap.dedent(
     """
     import gc, json, time
-    import osmosis_compat.workflow.integrations.openai_agents  # the framework and its models are loaded now
+    import osmosis_compat.workflow.integrations.{module}  # the framework and its models are loaded now
     gc.collect()
     started = time.perf_counter()
     gc.collect()
-    print(json.dumps({"frozen": gc.get_freeze_count(), "walked": len(gc.get_objects()),
-                      "full_pass_ms": (time.perf_counter() - started) * 1000}))
+    print(json.dumps({{"frozen": gc.get_freeze_count(), "walked": len(gc.get_objects()),
+                      "full_pass_ms": (time.perf_counter() - started) * 1000}}))
     """
 )
 
 
-def _probe(**env: str) -> dict:
-    result = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=120,
+def _probe(module: str, **env: str) -> dict:
+    result = subprocess.run([sys.executable, "-c", PROBE.format(module=module)], capture_output=True, text=True, timeout=120,
                             env={**os.environ, **env})
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def test_import_heap_is_frozen_out_of_full_collections():
-    frozen = _probe()
+@pytest.mark.parametrize("module", ["openai_agents", "strands"])
+def test_import_heap_is_frozen_out_of_full_collections(module):
+    frozen = _probe(module)
     assert frozen["frozen"] > 100_000  # the framework's objects: skipped by every later collection
     assert frozen["walked"] < 20_000  # what a full pass still walks
 
 
 def test_opt_out_leaves_the_collector_alone():
-    untouched = _probe(OSMOSIS_COMPAT_GC_FREEZE="0")
+    untouched = _probe("openai_agents", OSMOSIS_COMPAT_GC_FREEZE="0")
     assert untouched["frozen"] == 0
     assert untouched["walked"] > 100_000
