@@ -5,6 +5,7 @@ and parsed with libcst; moved user code (reward expression, helper methods) is i
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any, Optional, Sequence
@@ -142,13 +143,20 @@ def _reindent(text: str, indent: str, nl: str) -> str:
     return text.replace("\n", nl)
 
 
+@functools.lru_cache(maxsize=64)
+def _parsed(text: str, indent: str, newline: str) -> cst.BaseStatement:
+    """A generated helper, parsed once per layout (libcst nodes are immutable, so sharing them is safe): parsing
+    the same helper text in every rewritten file dominated a rewrite's cost."""
+    return cst.parse_statement(_reindent(text, indent, newline))
+
+
 def helper_statements(names: Sequence[str], module: cst.Module) -> list[cst.BaseStatement]:
     """The generated helper functions ``names`` (LAST_ASSISTANT_TEXT / LEGACY_STRANDS_TOOLS), two blank lines apart."""
     texts = {"last_assistant_text": LAST_ASSISTANT_TEXT, "legacy_strands_tools": LEGACY_STRANDS_TOOLS}
     ind, nl = module.default_indent, module.default_newline
     out: list[cst.BaseStatement] = []
     for name in names:
-        stmt = cst.parse_statement(_reindent(texts[name], ind, nl), config=module.config_for_parsing)
+        stmt = _parsed(texts[name], ind, nl)
         out.append(stmt.with_changes(leading_lines=[cst.EmptyLine(indent=False)] * 2))
     return out
 
@@ -487,7 +495,7 @@ def legacy_helper_statements(names: Sequence[str], module: cst.Module) -> list[c
     ind, nl = module.default_indent, module.default_newline
     out: list[cst.BaseStatement] = []
     for name in order:
-        stmt = cst.parse_statement(_reindent(LEGACY_HELPERS[name][0], ind, nl), config=module.config_for_parsing)
+        stmt = _parsed(LEGACY_HELPERS[name][0], ind, nl)
         out.append(stmt.with_changes(leading_lines=[cst.EmptyLine(indent=False)] * 2))
     return out
 
