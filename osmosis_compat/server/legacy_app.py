@@ -53,6 +53,12 @@ __all__ = ["create_app"]
 
 logger = logging.getLogger("osmosis_ai.rollout.server")
 
+# FastAPI builds a body model's pydantic TypeAdapter when the route is created, with pydantic's "'alias' ... has no
+# effect" warning suppressed. RolloutRequest is deferred (defer_build keeps agent imports cheap), so its adapter
+# was built at the first request instead, outside that suppression, and the warning reached every user of
+# create_app. Serving loads FastAPI anyway: build it with the route (tests/server/test_no_library_warnings.py).
+RolloutRequest.model_config["defer_build"] = False
+
 _UNAUTHORIZED = {"detail": "Invalid or missing API key"}
 _CALLBACK_BODY_ON_LEGACY = (
     "this server runs a legacy agent loop: it speaks the legacy protocol (POST /v1/rollout/init) and the 0.3.8 "
