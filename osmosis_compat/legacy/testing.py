@@ -1,7 +1,7 @@
 """Helpers for testing agent loops against a mock TrainGate (spec/legacy-protocol.md §2.18).
 
 ``create_mock_trainer_app`` is a FastAPI app that plays TrainGate: it answers chat completions (a canned
-calculator conversation unless you pass a ``tool_call_generator``) and stores completion callbacks.
+calculator conversation; a ``tool_call_generator`` decides the tool calls) and stores completion callbacks.
 ``patch_httpx_for_mock_trainer`` routes the SDK's httpx POSTs to it through a ``TestClient``, so a rollout runs
 end to end in-process. FastAPI and httpx are imported only when these helpers are used.
 """
@@ -67,31 +67,51 @@ class RolloutCompletionTracker:
         return self.event.wait(timeout)
 
 
-def _default_reply(last_message: dict[str, Any]) -> dict[str, Any]:
-    role = last_message.get("role")
+ToolCallGenerator = Callable[[dict[str, Any]], Optional[Any]]
+"""Upstream's ``tool_call_generator``: the last message in, a list of tool calls (or ``None``/``[]`` for none) out."""
+
+_TOOL_CALL_CONTENT = "I'll help you with that calculation."
+
+
+def _default_tool_calls(last_message: dict[str, Any]) -> Optional[list[dict[str, Any]]]:
+    """The built-in generator: a call to ``add`` when a user message asks for a calculation."""
     content = last_message.get("content")
-    if role == "user" and isinstance(content, str):
+    if last_message.get("role") == "user" and isinstance(content, str):
         lowered = content.lower()
         if any(keyword in lowered for keyword in _CALCULATION_KEYWORDS):
-            return {
-                "role": "assistant",
-                "content": "I'll help you with that calculation.",
-                "tool_calls": [dict(MOCK_TOOL_CALL, function=dict(MOCK_TOOL_CALL["function"]))],
-            }
-    if role == "tool":
+            return [dict(MOCK_TOOL_CALL, function=dict(MOCK_TOOL_CALL["function"]))]
+    return None
+
+
+def _reply(last_message: dict[str, Any], generator: Optional[ToolCallGenerator]) -> dict[str, Any]:
+    """The assistant message for ``last_message``: tool calls from the generator (the built-in one by default);
+    without any, "The calculation is complete." after a tool message, "OK." otherwise."""
+    produced = (generator or _default_tool_calls)(last_message)
+    if isinstance(produced, dict) and "role" in produced:
+        return produced  # osmosis-compat extension: a generator may return the whole assistant message
+    if produced:
+        if not isinstance(produced, list):
+            raise TypeError(
+                f"tool_call_generator must return a list of tool calls or None, got {type(produced).__name__}"
+            )
+        return {"role": "assistant", "content": _TOOL_CALL_CONTENT, "tool_calls": produced}
+    if last_message.get("role") == "tool":
         return {"role": "assistant", "content": "The calculation is complete."}
     return {"role": "assistant", "content": "OK."}
 
 
 def create_mock_trainer_app(
     tracker: Optional[RolloutCompletionTracker] = None,
-    tool_call_generator: Optional[Callable[[dict[str, Any]], Optional[dict[str, Any]]]] = None,
+    tool_call_generator: Optional[ToolCallGenerator] = None,
 ) -> FastAPI:
     """A FastAPI app titled "Mock Trainer Server" that plays TrainGate.
 
-    Routes: ``POST /v1/chat/completions`` (body validated as ``CompletionsRequest``; the reply message comes from
-    ``tool_call_generator(last_message)`` when given and not ``None``, else: a tool call to ``add`` for a user
-    message mentioning a calculation, "The calculation is complete." after a tool message, "OK." otherwise),
+    Routes: ``POST /v1/chat/completions`` (body validated as ``CompletionsRequest``). ``tool_call_generator``,
+    as upstream, takes the last message and returns the tool calls to make (a list of OpenAI tool-call dicts) or
+    ``None``; it replaces the built-in one, which calls ``add`` for a user message mentioning a calculation. With
+    tool calls the reply is "I'll help you with that calculation." + the calls; without, "The calculation is
+    complete." after a tool message and "OK." otherwise. (A generator may also return a whole assistant message
+    dict, used as is — an osmosis-compat extension.)
     ``POST /v1/rollout/completed`` (validated as ``RolloutResponse``; stored and recorded in ``tracker``),
     ``GET /v1/rollout/completed/{rollout_id}`` (stored payload or ``{}``), ``GET /health``.
     """
@@ -102,15 +122,17 @@ def create_mock_trainer_app(
             "FastAPI is required for create_mock_trainer_app(). Install it with: pip install fastapi"
         ) from exc
 
+    # Deferred models (defer_build) would build their body adapters at the first request, outside FastAPI's
+    # suppression of pydantic's "'alias' ... has no effect" warning: build them with the routes instead.
+    for model in (CompletionsRequest, RolloutResponse):
+        model.model_config["defer_build"] = False
     app = FastAPI(title="Mock Trainer Server")
     completed: dict[str, dict[str, Any]] = {}
 
     async def chat_completions(request: CompletionsRequest) -> dict[str, Any]:
         messages = request.messages
         last_message = messages[-1] if messages else {"role": "user", "content": ""}
-        reply = tool_call_generator(last_message) if tool_call_generator is not None else None
-        if reply is None:
-            reply = _default_reply(last_message)
+        reply = _reply(last_message, tool_call_generator)
         content = reply.get("content")
         token_ids = fake_token_ids(content if isinstance(content, str) else "")
         prompt_token_ids = fake_prompt_token_ids(messages)

@@ -87,17 +87,37 @@ def test_mock_validates_bodies(client):
     assert client.post("/v1/rollout/completed", json={"rollout_id": "r", "status": "DONE"}).status_code == 422
 
 
-def test_custom_generator_wins():
+def test_custom_generator_returns_tool_calls_as_upstream():
+    """Upstream's generator contract: last message in, a list of tool calls (or None) out."""
     seen = []
+    call = {"id": "call_1", "type": "function", "function": {"name": "multiply", "arguments": '{"a": 6, "b": 7}'}}
 
     def generator(last_message):
         seen.append(last_message)
-        return {"role": "assistant", "content": "custom"}
+        return [call] if last_message.get("content") == "six times seven" else None
 
     client = TestClient(create_mock_trainer_app(tool_call_generator=generator))
-    reply = chat(client, [{"role": "user", "content": "add"}]).json()
-    assert reply["choices"][0]["message"]["content"] == "custom"
-    assert seen == [{"role": "user", "content": "add"}]
+    reply = chat(client, [{"role": "user", "content": "six times seven"}]).json()["choices"][0]
+    assert reply["message"] == {"role": "assistant", "content": "I'll help you with that calculation.",
+                                "tool_calls": [call]}
+    assert reply["finish_reason"] == "stop"
+    # The custom generator replaces the built-in one: "add" no longer triggers the add tool call.
+    assert chat(client, [{"role": "user", "content": "add 1 and 2"}]).json()["choices"][0]["message"] == {
+        "role": "assistant", "content": "OK."}
+    tool_msg = {"role": "tool", "tool_call_id": "call_1", "content": "42"}
+    assert chat(client, [tool_msg]).json()["choices"][0]["message"]["content"] == "The calculation is complete."
+    assert seen[0] == {"role": "user", "content": "six times seven"}
+
+
+def test_custom_generator_may_return_a_whole_message():
+    client = TestClient(create_mock_trainer_app(tool_call_generator=lambda m: {"role": "assistant", "content": "x"}))
+    assert chat(client, [{"role": "user", "content": "add"}]).json()["choices"][0]["message"]["content"] == "x"
+
+
+def test_custom_generator_returning_something_else_is_a_clear_error():
+    client = TestClient(create_mock_trainer_app(tool_call_generator=lambda m: "add"), raise_server_exceptions=True)
+    with pytest.raises(TypeError, match="must return a list of tool calls or None, got str"):
+        chat(client, [{"role": "user", "content": "add"}])
 
 
 def test_completed_store_and_health(client, tracker):
