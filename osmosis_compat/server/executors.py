@@ -97,15 +97,13 @@ class WorkflowExecutor:
             process_id=self.process_id,
             routing_headers=False,
         )
-        agent_timeout = request.agent_timeout_sec
-        if agent_timeout is not None:
-            agent_timeout = max(agent_timeout - queued_sec, 0.0)
+        # The backend deducts its own queueing from the agent budget; a workflow server's engine has no slots.
         execution = ExecutionRequest(
             id=request.rollout_id,
             prompt=request.initial_messages,
             label=request.label,
             metadata=request.metadata,
-            agent_timeout_sec=agent_timeout,
+            agent_timeout_sec=request.agent_timeout_sec,
             grader_timeout_sec=request.grader_timeout_sec,
             grade=request.grade,
         )

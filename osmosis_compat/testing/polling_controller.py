@@ -39,6 +39,8 @@ LEASE_HEADER = "X-Osmosis-Rollout-Lease"
 TERMINAL = frozenset({"success", "failure", "cancelled"})
 _RETRY_AFTER_FLOOR, _RETRY_AFTER_MAX = 0.05, 60.0
 _READ_GRACE = 10.0  # the client's GET timeout is the advertised wait + 10 s (0.3.8)
+_SHARDS = 16
+_TRANSPORT_RETRY_DELAYS = (0.1, 0.5)
 
 
 @dataclass
@@ -119,7 +121,7 @@ class FakePollingController(ServedFake):
         self.url: str | None = None
         self.chat_log: RecordLog[RecordedRequest] = RecordLog()
         self._keys: dict[str, str] = {}
-        self._clients: dict[int, Any] = {}
+        self._clients: dict[tuple[int, int], Any] = {}
         self.app = self._build_app()
 
     # -- addresses ---------------------------------------------------------------------------------------
@@ -134,26 +136,28 @@ class FakePollingController(ServedFake):
 
     # -- driver ------------------------------------------------------------------------------------------
 
-    def _client(self) -> Any:
+    def _client(self, rollout_id: str = "") -> Any:
         import httpx
 
         from osmosis_compat.testing._http import driver_ssl_context
 
-        loop = asyncio.get_running_loop()
-        client = self._clients.get(id(loop))
+        # Pooled clients per event loop, a rollout always on the same one. Long-polls hold one connection each,
+        # and httpcore's pool scans all its connections per request, so 1,000 waiting rollouts on one pool cost
+        # O(n²); spread over _SHARDS pools they stay cheap.
+        key = (id(asyncio.get_running_loop()), hash(rollout_id) % _SHARDS)
+        client = self._clients.get(key)
         if client is None or client.is_closed:
-            # One pooled client per event loop: long-polls hold connections, so allow plenty.
-            limits = httpx.Limits(max_connections=None, max_keepalive_connections=256)
+            limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
             client = httpx.AsyncClient(limits=limits, verify=driver_ssl_context(), timeout=60.0)
-            self._clients[id(loop)] = client
+            self._clients[key] = client
         return client
 
     async def aclose(self) -> None:
         """Close the driver's HTTP clients (those of the running loop; others are dropped)."""
         clients, self._clients = self._clients, {}
         loop_id = id(asyncio.get_running_loop())
-        for key, client in clients.items():
-            if key == loop_id:
+        for (client_loop, _), client in clients.items():
+            if client_loop == loop_id:
                 await client.aclose()
 
     def _headers(self) -> dict[str, str]:
@@ -192,7 +196,7 @@ class FakePollingController(ServedFake):
         key = fields.pop("llm_api_key", None) or f"llm-{secrets.token_urlsafe(12)}"
         self._keys[rollout_id] = key
         body = self.rollout_body(rollout_id=rollout_id, initial_messages=initial_messages, llm_api_key=key, **fields)
-        client = self._client()
+        client = self._client(rollout_id)
         while True:
             response = await client.post(f"{rollout_server_url.rstrip('/')}/rollout", json=body, headers=self._headers())
             if response.status_code != 429:
@@ -217,11 +221,24 @@ class FakePollingController(ServedFake):
         """One ``GET /rollout/{id}/result`` with the lease header; returns the httpx response (any status)."""
         token = admission.lease_token if lease_token is None else lease_token
         headers = {**self._headers(), LEASE_HEADER: token}
-        return await self._client().get(
+        return await self._client(admission.rollout_id).get(
             f"{rollout_server_url.rstrip('/')}/rollout/{quote(admission.rollout_id, safe='')}/result",
             headers=headers,
             timeout=admission.wait_seconds + _READ_GRACE,
         )
+
+    async def _poll_with_retries(self, rollout_server_url: str, admission: PollingAdmission) -> Any:
+        """:meth:`poll`, retried on transport errors after 0.1 and 0.5 s, as ``RolloutClient`` does (a result read
+        is idempotent; e.g. a keep-alive connection the server closed while idle fails on reuse)."""
+        import httpx
+
+        for delay in (*_TRANSPORT_RETRY_DELAYS, None):
+            try:
+                return await self.poll(rollout_server_url, admission)
+            except (httpx.RemoteProtocolError, httpx.NetworkError, httpx.ReadTimeout):
+                if delay is None:
+                    raise
+                await asyncio.sleep(delay)
 
     async def wait_for_result(
         self, rollout_server_url: str, admission: PollingAdmission, *, timeout: float = 30.0
@@ -236,7 +253,7 @@ class FakePollingController(ServedFake):
             if remaining <= 0:
                 raise RolloutTimeout(f"no final result for {admission.rollout_id!r} within {timeout} s; saw {statuses}", None)
             try:
-                response = await asyncio.wait_for(self.poll(rollout_server_url, admission), remaining)
+                response = await asyncio.wait_for(self._poll_with_retries(rollout_server_url, admission), remaining)
             except (TimeoutError, asyncio.TimeoutError):
                 raise RolloutTimeout(
                     f"no final result for {admission.rollout_id!r} within {timeout} s; saw {statuses}", None
