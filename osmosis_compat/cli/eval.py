@@ -56,18 +56,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import warnings
-
-    with warnings.catch_warnings():
-        if not args.verbose:
-            # As the upstream CLI: library warnings (pydantic, frameworks) would interleave with the progress lines.
-            warnings.simplefilter("ignore")
-        try:
-            setup = _prepare(args)
-        except _SetupError as exc:
-            print(f"Error: {exc}", file=sys.stderr)
-            return 1
-        return asyncio.run(_run(args, *setup))
+    try:
+        setup = _prepare(args)
+    except _SetupError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
+    return asyncio.run(_run(args, *setup))
 
 
 class _SetupError(Exception):

@@ -41,13 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit code (0 ok, 1 failure, 2 usage error)."""
-    import os
-    import warnings
-
-    # As upstream's CLI: library warnings (e.g. pydantic/FastAPI deprecations) are not the user's concern
-    # unless they ask with PYTHONWARNINGS.
-    if not os.environ.get("PYTHONWARNINGS"):
-        warnings.simplefilter("ignore")
+    # Python's default warning filters apply: users see their own warnings (upstream's CLI silenced every warning;
+    # we fix the causes of library warnings instead — see tests/cli/test_warnings.py).
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
