@@ -4,7 +4,8 @@
 
 - ``module:attr`` naming a ``RolloutAgentLoop`` instance or subclass → a legacy target;
 - ``module:attr`` naming a ``LocalBackend`` instance, or an ``AgentWorkflow`` subclass (its grader and configs
-  are discovered in the same module) → a workflow target;
+  are discovered in the same module; other workflow classes there are ignored, so a file may define several
+  and ``-m file.py:BWorkflow`` picks one) → a workflow target;
 - a module name or ``.py`` path without ``:attr`` → workflow entrypoint discovery (exactly one ``AgentWorkflow``
   subclass, at most one config instance); a module with no workflow but exactly one ``RolloutAgentLoop``
   instance is taken as a legacy target.
@@ -127,12 +128,36 @@ def _from_value(spec: str, module: Any, attr: str, value: Any) -> Target:
         if isinstance(value, LocalBackend):
             return _workflow_target(spec, value.workflow_cls, value.workflow_config, value.grader_cls, value.grader_config)
         if isinstance(value, type) and issubclass(value, AgentWorkflow):
-            found = _discover_in(module)
+            found = _discover_for(spec, module, value)
             return _workflow_target(spec, value, found.get("workflow_config"), found.get("grader"), found.get("grader_config"))
     raise TargetError(
         f"'{attr}' is neither a RolloutAgentLoop nor a workflow (LocalBackend instance or AgentWorkflow subclass); "
         f"got {type(value).__name__}"
     )
+
+
+def _discover_for(spec: str, module: Any, workflow_cls: type) -> dict[str, Any]:
+    """Config and grader discovery for a workflow class chosen by name: other workflow classes in the module are
+    not candidates (the file may define several); several configs or graders are still ambiguous."""
+    from osmosis_compat.workflow.discovery import DiscoveryError
+
+    namespace = {
+        name: value for name, value in vars(module).items()
+        if not (isinstance(value, type) and _is_other_workflow(value, workflow_cls))
+    }
+    try:
+        return _discover_in(namespace)
+    except DiscoveryError as exc:
+        raise TargetError(
+            f"{spec}: {exc} Which ones belong to {workflow_cls.__name__} cannot be guessed: bind a "
+            f"LocalBackend(workflow=..., grader=..., workflow_config=...) in the file and point -m at it."
+        ) from exc
+
+
+def _is_other_workflow(value: type, chosen: type) -> bool:
+    from osmosis_compat.workflow.agent_workflow import AgentWorkflow
+
+    return issubclass(value, AgentWorkflow) and value is not chosen
 
 
 def _workflow_api() -> tuple[Any, Any] | None:
@@ -160,8 +185,22 @@ def _discover(spec: str, module: Any) -> Target:
         if len(loops) == 1:
             loop = next(iter(loops.values()))
             return Target(spec=spec, kind="legacy", name=str(loop.name), loop=loop)
-        raise TargetError(f"{spec}: {exc}") from exc
+        raise TargetError(f"{spec}: {exc}{_selection_hint(spec, module)}") from exc
     return _workflow_target(spec, found["workflow"], found.get("workflow_config"), found.get("grader"), found.get("grader_config"))
+
+
+def _selection_hint(spec: str, module: Any) -> str:
+    """With several workflow classes, how to pick one: ``-m file.py:ClassName``."""
+    from osmosis_compat.workflow.agent_workflow import AgentWorkflow
+
+    names = sorted(
+        name for name, value in vars(module).items()
+        if isinstance(value, type) and issubclass(value, AgentWorkflow) and value is not AgentWorkflow
+        and getattr(value, "__module__", None) == module.__name__
+    )
+    if len(names) < 2:
+        return ""
+    return f" Select one by class: -m {spec}:{names[0]} (or {', '.join(names[1:])})."
 
 
 def _workflow_target(spec: str, workflow: Any, workflow_config: Any, grader: Any, grader_config: Any) -> Target:
