@@ -12,12 +12,8 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import socket
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -25,6 +21,7 @@ import pytest
 from codemods.driver import migrate_source
 from tests.codemods._fixtures import FIXTURES, fixture_files
 from tests.codemods.test_legacy_loop_behaviour import CASES, _legacy_rewards, _load, _messages
+from tests.upstream.servers import UpstreamServer
 from tests.upstream.venvs import require_upstream, upstream_env
 
 pytestmark = pytest.mark.upstream
@@ -100,63 +97,11 @@ def test_migrated_fixtures_and_examples_import_on_the_real_release(tmp_path, tar
     # nothing migrated imports osmosis_compat: that interpreter has none, so the imports above prove it
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-_SERVE = r"""
-import importlib.util, sys, uvicorn
-path, port = sys.argv[1], int(sys.argv[2])
-sys.path.insert(0, path.rsplit("/", 1)[0])
-spec = importlib.util.spec_from_file_location("migrated", path)
-module = importlib.util.module_from_spec(spec)
-sys.modules["migrated"] = module
-spec.loader.exec_module(module)
-uvicorn.run(module.app, host="127.0.0.1", port=port, log_level="warning")
-"""
-
-
-class _UpstreamServer:
-    """The migrated file's ``app`` served by the side venv's real osmosis-ai, in a subprocess on 127.0.0.1."""
-
-    def __init__(self, path: Path, release: str) -> None:
-        self.path, self.release, self.port = path, release, _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-
-    def __enter__(self) -> "_UpstreamServer":
-        import httpx
-
-        python = require_upstream(self.release)
-        self.log = open(self.path.with_suffix(".log"), "w")
-        self.proc = subprocess.Popen([str(python), "-c", _SERVE, str(self.path), str(self.port)],
-                                     env=upstream_env(self.release), stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"server exited: {self.path.with_suffix('.log').read_text()[-3000:]}")
-            try:
-                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                time.sleep(0.2)
-        raise AssertionError("server did not start in 120 s")
-
-    def __exit__(self, *exc) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        self.log.close()
-
-
 async def _upstream_rewards(path: Path, target: str, cases) -> list:
     from osmosis_compat.testing import FakePollingController, FakeWorkflowController
 
     rewards = []
-    with _UpstreamServer(path, RELEASE[target]) as server:
+    with UpstreamServer(path, RELEASE[target]) as server:
         if target == "0.2":
             with FakeWorkflowController().serve() as controller:
                 for i, (prompt, truth) in enumerate(cases):
