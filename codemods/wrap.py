@@ -1,30 +1,50 @@
-"""Wrapping plain framework agents into an ``AgentWorkflow.run()`` — the engine the ``strands-agent`` and
-``openai-agent`` rules share; each rule supplies a :class:`Framework` (how its agents are built and run).
+"""Writing plain framework code as an ``AgentWorkflow`` — the emitter the ``strands-agent`` and ``openai-agent``
+rules share. Each rule supplies a :class:`Framework` (how its agents are built and run, and how the Osmosis
+versions are written); the decisions come from the program model (:mod:`codemods.analysis.program`): this module
+writes what a plan allows and turns every refusal into a TODO that names the reason.
 
-What gets wrapped (everything else with a plain agent is left as it was, with a TODO marker):
+What gets written, per driver the model found:
 
-* a **driver function** — a top-level ``def``/``async def`` that runs an agent (a *run site*: ``agent(...)`` /
-  ``agent.invoke_async(...)`` for Strands, ``Runner.run(...)``/``Runner.run_sync(...)`` for OpenAI Agents) —
-  becomes ``class <Name>Workflow(AgentWorkflow)`` whose ``async def run(self, ctx)`` holds the function's body:
-  agents are built there (``ctx.prompt`` as their input), run sites are awaited, values of ``return`` are dropped
-  (a workflow's result is its samples). Its parameters may only have been the prompt of the run sites.
-* **module-level agents** (``X = Agent(...)``) a driver uses are moved into its ``run()`` (they must be built per
-  rollout, inside the active RolloutContext) — only when nothing else in the module uses them;
-* a ``run()`` of an existing ``AgentWorkflow`` subclass that still builds plain agents is migrated in place.
+* a top-level function nothing else calls (or only the ``__main__`` block) becomes
+  ``class <Name>Workflow(AgentWorkflow)`` whose ``async def run(self, ctx)`` holds its body, converted; the
+  ``__main__`` block then serves the workflow as ``osmosis rollout init`` scaffolds do (``uvicorn.run(
+  create_rollout_server(backend=LocalBackend(workflow=…)))``), with the replaced lines' comments kept;
+* a function other code calls (a decorator such as a web route, another function, another module, the Lambda
+  runtime) stays as it is, and the workflow is added *beside* it (a comment-free converted copy);
+* module-level script code that runs an agent moves into a workflow's ``run()`` (named after the file);
+* ``run()`` of an existing ``AgentWorkflow`` subclass that still builds plain agents is migrated in place.
 
-A driver used elsewhere in the module (other than by an ``if __name__ == "__main__":`` block, which gets a TODO),
-agents built in methods of other classes, agents built in factories, streamed runs: TODO markers.
+Converted means: agents built in ``run()`` as the Osmosis classes with the rollout placeholder model (sampling
+settings carried over), module-level agents a driver uses built there too (moved when nothing else uses them,
+copied otherwise), the program's input replaced by the rollout prompt (``ctx.prompt``, or its user text where a
+template or other code reads it — generated helper ``_prompt_text``), sessions created once per sample, sync runs
+awaited, ``exit(0)`` → ``return``, returned values dropped (a workflow's result is its samples) with their effects
+kept. A module that ends with a workflow but no ``Grader`` gets a TODO saying what a grader could read; a module
+with several workflows gets a TODO (discovery wants one per entrypoint module).
 """
 
 from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import libcst as cst
 
+from codemods.analysis.body import RunShape, RunSite, code
+from codemods.analysis.program import (
+    CtorPlan,
+    Driver,
+    Plan,
+    RunPlan,
+    SessionPlan,
+    assigned_name,
+    assigned_value,
+    find_drivers,
+    is_main_guard,
+    module_model,
+    plan_driver,
+)
 from codemods.base import (
     ImportTable,
     RuleContext,
@@ -35,8 +55,551 @@ from codemods.base import (
     with_todo_comment,
 )
 
+if TYPE_CHECKING:
+    from codemods.analysis.program import ModuleModel, _Planner
+
 WORKFLOW_IMPORTS = [("osmosis_ai.rollout", "AgentWorkflow"), ("osmosis_ai.rollout", "AgentWorkflowContext")]
 WORKFLOW_BASES = ("osmosis_ai.rollout.AgentWorkflow", "osmosis_ai.rollout.agent_workflow.AgentWorkflow")
+GRADER_BASES = ("osmosis_ai.rollout.Grader", "osmosis_ai.rollout.grader.Grader")
+PROMPT_TEXT = "_prompt_text"
+CTX_PROMPT = cst.Attribute(value=cst.Name("ctx"), attr=cst.Name("prompt"))
+
+# ------------------------------------------------------------------------------------------------ small helpers
+
+
+def camel(name: str) -> str:
+    parts = [p for p in re.split(r"_+", name) if p]
+    return "".join(p[:1].upper() + p[1:] for p in parts) or "Agent"
+
+
+def kwarg(call: cst.Call, name: str) -> Optional[cst.Arg]:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def _plain_comma(comma: cst.Comma) -> cst.Comma:
+    """``comma`` with its layout (line breaks, indentation) but without the comments it carries."""
+    ws = comma.whitespace_after
+    if isinstance(ws, cst.ParenthesizedWhitespace):
+        ws = ws.with_changes(
+            first_line=cst.TrailingWhitespace(),
+            empty_lines=[],
+        )
+    return comma.with_changes(whitespace_after=ws)
+
+
+def with_kwarg(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
+    """``call`` with keyword ``name=value`` (replaced if present, else appended, keeping the call's layout; comments
+    between the arguments stay where they are and are never copied)."""
+    args = list(call.args)
+    for i, arg in enumerate(args):
+        if arg.keyword is not None and arg.keyword.value == name:
+            args[i] = arg.with_changes(value=value)
+            return call.with_changes(args=args)
+    new = cst.Arg(keyword=cst.Name(name), value=value, equal=cst.AssignEqual(
+        whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
+    if args:
+        last = args[-1]
+        if isinstance(last.comma, cst.Comma):
+            # multi-line call with a trailing comma: the new argument takes the closing layout (and whatever
+            # comments sit before the parenthesis), the old last one the plain layout between arguments
+            between = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else last.comma
+            args[-1] = last.with_changes(comma=_plain_comma(between))
+            args.append(new.with_changes(comma=last.comma))
+        else:
+            # the layout before the closing parenthesis (a line break) moves to the new last argument
+            args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")),
+                                         whitespace_after_arg=cst.SimpleWhitespace(""))
+            args.append(new.with_changes(whitespace_after_arg=last.whitespace_after_arg))
+    else:
+        args.append(new)
+    return call.with_changes(args=args)
+
+
+def without_kwarg(call: cst.Call, name: str) -> cst.Call:
+    args = list(call.args)
+    for i, a in enumerate(args):
+        if a.keyword is not None and a.keyword.value == name:
+            if i == len(args) - 1 and i > 0:
+                # the previous argument takes the removed one's trailing layout
+                args[i - 1] = args[i - 1].with_changes(comma=a.comma)
+            del args[i]
+            return call.with_changes(args=args)
+    return call
+
+
+def _eq() -> cst.AssignEqual:
+    return cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+
+
+def _call(func: str, *args: cst.BaseExpression, **kwargs: cst.BaseExpression) -> cst.Call:
+    out = [cst.Arg(a) for a in args] + [cst.Arg(v, keyword=cst.Name(k), equal=_eq()) for k, v in kwargs.items()]
+    out = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) if i < len(out) - 1 else a
+           for i, a in enumerate(out)]
+    return cst.Call(func=_dotted(func), args=out)
+
+
+def _dotted(dotted: str) -> cst.BaseExpression:
+    parts = dotted.split(".")
+    expr: cst.BaseExpression = cst.Name(parts[0])
+    for part in parts[1:]:
+        expr = cst.Attribute(value=expr, attr=cst.Name(part))
+    return expr
+
+
+def _assign(var: str, value: cst.BaseExpression) -> cst.SimpleStatementLine:
+    return cst.SimpleStatementLine(body=[cst.Assign(targets=[cst.AssignTarget(cst.Name(var))], value=value)])
+
+
+def prompt_text_expr() -> cst.Call:
+    """``_prompt_text(ctx.prompt)``: the user text of the rollout prompt (the helper is generated into the file)."""
+    return cst.Call(func=cst.Name(PROMPT_TEXT), args=[cst.Arg(CTX_PROMPT)])
+
+
+PROMPT_TEXT_HELPER = '''
+
+def _prompt_text(prompt) -> str:
+    """The text of the rollout prompt's last user message: the input the program used to take.
+
+    (Generated by the migration: the prompt is a list of chat messages whose content is a string or a list of
+    text parts.)
+    """
+    for message in reversed(list(prompt or [])):
+        if not isinstance(message, dict) or message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list):
+            return "".join(
+                part.get("text", "") if isinstance(part, dict) else str(part) for part in content
+            )
+    return ""
+'''
+
+
+def _strip_comments(node: cst.CSTNode) -> cst.CSTNode:
+    """A copy of ``node`` without comments (a copy must not duplicate the original's comments)."""
+
+    class Strip(cst.CSTTransformer):
+        def leave_EmptyLine(self, original: cst.EmptyLine, updated: cst.EmptyLine):
+            if updated.comment is not None:
+                return cst.RemoveFromParent()
+            return updated
+
+        def leave_TrailingWhitespace(self, original: cst.TrailingWhitespace, updated: cst.TrailingWhitespace):
+            if updated.comment is not None:
+                return updated.with_changes(comment=None, whitespace=cst.SimpleWhitespace(""))
+            return updated
+
+    return node.visit(Strip())
+
+
+def keep_comments(original: cst.CSTNode, updated):
+    """``updated`` with the comments of ``original`` it lost (an argument dropped, an expression replaced) put back
+    as comment lines above it: a rewrite never loses a comment."""
+    if not isinstance(updated, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+        return updated
+    have: dict[str, int] = {}
+    for line in _comments_of(updated):
+        have[line.comment.value] = have.get(line.comment.value, 0) + 1
+    lost: list[cst.EmptyLine] = []
+    for line in _comments_of(original):
+        if have.get(line.comment.value, 0) > 0:
+            have[line.comment.value] -= 1
+        else:
+            lost.append(line)
+    if not lost:
+        return updated
+    return updated.with_changes(leading_lines=[*updated.leading_lines, *lost])
+
+
+def _comments_of(node: cst.CSTNode) -> list[cst.EmptyLine]:
+    """Every comment under ``node``, as comment lines (to carry the comments of code that is replaced)."""
+    out: list[cst.EmptyLine] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Comment(self, n: cst.Comment) -> None:
+            out.append(cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=n))
+
+    node.visit(V())
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ the framework
+
+
+class Framework(ABC):
+    """What a rule tells the engine about its framework (recognisers for the analysis, writers for the emitter)."""
+
+    code: str  # the rule's base code, e.g. "OM100"
+    agent_ctors: tuple[str, ...]  # qualified names of the plain agent class
+    osmosis_agent: tuple[str, str]  # (module, name) of the replacement class
+    label: str  # "Strands" / "OpenAI Agents"
+    tool_decorators: tuple[str, ...] = ()
+
+    def __init__(self, table: ImportTable, ctx: RuleContext) -> None:
+        self.table = table
+        self.ctx = ctx
+        self.target: str = getattr(ctx, "target", None) or "0.2"
+        self.needed: list[tuple[str, str]] = []
+        self.replaced: set[str] = set()  # local names whose references a rewrite removed (import candidates)
+        self.prompt_text_needed = False  # the `_prompt_text` helper must be generated into the module
+        self.append_guard: Optional[cst.If] = None  # a `__main__` block to add (the callers were module-level)
+        self.where: Optional[cst.CSTNode] = None  # the input statement being converted (line of edits)
+
+    # -- recognisers (the analysis asks these)
+    def ctor_heads(self) -> set[str]:
+        """Local names through which this framework's agent class can be reached (``Agent``, ``s`` of
+        ``s.Agent``, any name when a star import could bind it)."""
+        heads: set[str] = set()
+        for q in self.agent_ctors:
+            heads.update(self.table.local_names_for(q))
+            mod, _, name = q.rpartition(".")
+            if mod in self.table.stars:
+                heads.add(name)
+        for local, mod in self.table.modules.items():
+            if any(q.startswith(mod + ".") for q in self.agent_ctors):
+                heads.add(local)
+        return heads
+
+    def run_heads(self) -> set[str]:
+        """Local names a run site may start with (besides agent variables)."""
+        return set()
+
+    def is_agent_ctor(self, call: cst.Call) -> bool:
+        func = call.func
+        if isinstance(func, cst.Subscript):  # Agent[Ctx](...)
+            func = func.value
+        return self.table.matches(func, self.agent_ctors) is not None
+
+    def is_group_ctor(self, call: cst.Call) -> bool:
+        return False
+
+    def is_session_ctor(self, call: cst.Call) -> bool:
+        return False
+
+    def model_kind(self, call: cst.Call) -> Optional[str]:
+        return None
+
+    def is_tool_decorator(self, func: cst.FunctionDef) -> bool:
+        for dec in func.decorators:
+            d = dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator
+            if self.table.matches(d, self.tool_decorators) is not None:
+                return True
+        return False
+
+    @abstractmethod
+    def run_shape(self, call: cst.Call, agents: set[str]) -> Optional[RunShape]:
+        """How ``call`` runs an agent, if it is a run site (``agents``: names known to hold agents)."""
+
+    def has_run_site(self, node: cst.CSTNode, module_agents: set[str], producers: Sequence[str] = ()) -> bool:
+        """Whether ``node`` contains a run site (agents built in it, or got from a ``producers`` factory, count)."""
+        fw = self
+        agents = set(module_agents)
+
+        class Collect(cst.CSTVisitor):
+            def visit_Assign(self, n: cst.Assign) -> None:
+                if isinstance(n.value, cst.Call) and (fw.is_agent_ctor(n.value) or (
+                    isinstance(n.value.func, cst.Name) and n.value.func.value in producers
+                )):
+                    for t in n.targets:
+                        if isinstance(t.target, cst.Name):
+                            agents.add(t.target.value)
+
+        node.visit(Collect())
+        found = [False]
+
+        class Find(cst.CSTVisitor):
+            def visit_Call(self, n: cst.Call) -> bool:
+                if fw.run_shape(n, agents) is not None:
+                    found[0] = True
+                return not found[0]
+
+        node.visit(Find())
+        return found[0]
+
+    # -- planning hooks (the planner asks these)
+    @abstractmethod
+    def plan_model(self, ctor: cst.Call, planner: "_Planner", nested: Optional[str]) -> tuple[CtorPlan, str, list]:
+        """(plan, problem or "", argument values the new model drops) for one agent constructor."""
+
+    @abstractmethod
+    def plan_run(self, run: RunSite, rp: RunPlan, planner: "_Planner") -> Optional[str]:
+        """Fill ``rp`` for one run (sessions, await, method); return a problem or None."""
+
+    @abstractmethod
+    def plan_samples(self, planner: "_Planner") -> Optional[str]:
+        """Check the samples the workflow will register (names unique, once per rollout; one for 0.3)."""
+
+    # -- writers
+    def note_replaced(self, func: cst.BaseExpression) -> None:
+        head = func
+        while isinstance(head, (cst.Attribute, cst.Subscript)):
+            head = head.value
+        if isinstance(head, cst.Name):
+            self.replaced.add(head.value)
+
+    def need(self, mod: str, name: str) -> None:
+        if (mod, name) not in self.needed:
+            self.needed.append((mod, name))
+
+    @abstractmethod
+    def write_run(self, call: cst.Call, run: RunSite, rp: RunPlan, text: Optional[str]) -> cst.BaseExpression:
+        """The rewritten run (``text``: the code of the expression that replaces a handler access, if any)."""
+
+    def write_ctor(self, call: cst.Call, plan: CtorPlan) -> cst.Call:
+        """``Agent(...)`` → the Osmosis class with the plan's model (and ``messages=ctx.prompt``)."""
+        self.note_replaced(call.func)
+        self.need(*self.osmosis_agent)
+        func: cst.BaseExpression = cst.Name(self.osmosis_agent[1])
+        if isinstance(call.func, cst.Subscript):  # keep the generic parameter: OsmosisAgent[Ctx](...)
+            func = call.func.with_changes(value=func)
+        new = call.with_changes(func=func)
+        if plan.model is not None:
+            positional_model = self.positional_model(new)
+            if positional_model is not None:
+                args = list(new.args)
+                args[positional_model] = args[positional_model].with_changes(value=plan.model)
+                new = new.with_changes(args=args)
+            else:
+                new = with_kwarg(new, "model", plan.model)
+        if plan.messages_prompt:
+            new = with_kwarg(new, "messages", CTX_PROMPT)
+        return new
+
+    def positional_model(self, call: cst.Call) -> Optional[int]:
+        return None
+
+    def session_stmt(self, sp: SessionPlan) -> cst.SimpleStatementLine:
+        """``var = OsmosisMemorySession(name="…")`` (0.2) / ``OsmosisMemorySession()`` (0.3): the one place
+        sessions are written."""
+        raise NotImplementedError
+
+    def session_ctor(self, sp: SessionPlan) -> cst.Call:
+        raise NotImplementedError
+
+
+# ------------------------------------------------------------------------------------------------ emitting
+
+
+class _Emit(cst.CSTTransformer):
+    """Applies one plan to the statements of a driver (identities of the input nodes key the plan)."""
+
+    def __init__(self, fw: Framework, plan: Plan, drop_returns: bool) -> None:
+        self.fw = fw
+        self.p = plan
+        self.drop_returns = drop_returns
+        self.runs = {id(r.call): r for r in plan.facts.runs}
+        self.before: dict[int, list[SessionPlan]] = {}
+        for sp in plan.sessions:
+            if sp.before is not None:
+                self.before.setdefault(id(sp.before), []).append(sp)
+        self.session_ctors = {id(sp.replaces): sp for sp in plan.sessions if sp.replaces is not None}
+        self.impure: list[cst.BaseExpression] = []
+        self.where: list[cst.CSTNode] = []
+        self.nested = 0
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.nested += 1  # nested defs: their agents and runs were planned too; their returns are theirs
+        return True
+
+    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef):
+        self.nested -= 1
+        return updated
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        self.nested += 1
+        return True
+
+    def leave_Lambda(self, original: cst.Lambda, updated: cst.Lambda):
+        self.nested -= 1
+        return updated
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            self.where.append(node)
+            self.fw.where = node
+        return super().on_visit(node)
+
+    def on_leave(self, original_node, updated_node):
+        if isinstance(original_node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            self.fw.where = original_node
+        result = super().on_leave(original_node, updated_node)
+        if isinstance(original_node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            self.where.pop()
+            result = self._statement(original_node, result)
+            self.fw.where = self.where[-1] if self.where else None
+        return result
+
+    def _statement(self, original, updated):
+        p = self.p
+        if id(original) in p.drop:
+            # the line goes; its comments stay (moved onto the next statement by _settle); the imports it used may go
+            self.fw.replaced.update(name_counts(original))
+            return _dropped(_comments_of(original))
+        out: list = []
+        if isinstance(updated, cst.RemovalSentinel):
+            return updated
+        if updated is not original:
+            updated = keep_comments(original, updated)
+        if p.bind_at is not None and original is p.bind_at and isinstance(updated, cst.SimpleStatementLine):
+            small = updated.body[0]
+            updated = updated.with_changes(body=[small.with_changes(value=prompt_text_expr())])
+        if isinstance(updated, cst.SimpleStatementLine) and self.impure and self.drop_returns:
+            small = updated.body[-1]
+            if isinstance(small, cst.Return) and small.value is None:
+                values, self.impure = self.impure, []
+                effects = [updated.with_changes(body=[cst.Expr(value=v)]) for v in values]
+                updated = updated.with_changes(leading_lines=[])
+                out.extend(effects)
+        self.fw.where = original
+        before = [self.fw.session_stmt(sp) for sp in self.before.get(id(original), [])]
+        if before:
+            # new statements go above the statement, under its comments (they belong to it)
+            lead = list(updated.leading_lines) if not out else list(out[0].leading_lines)
+            if out:
+                out[0] = out[0].with_changes(leading_lines=[])
+            else:
+                updated = updated.with_changes(leading_lines=[])
+            before = [before[0].with_changes(leading_lines=lead), *before[1:]]
+        if before or out:
+            return cst.FlattenSentinel([*before, *out, updated])
+        return updated
+
+    def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock):
+        body, footer = _settle(list(updated.body), list(updated.footer))
+        if not body:
+            body = [cst.SimpleStatementLine([cst.Pass()])]
+        return updated.with_changes(body=body, footer=footer)
+
+    def leave_Return(self, original: cst.Return, updated: cst.Return):
+        if self.drop_returns and updated.value is not None and not self.nested:
+            # a workflow's result is its samples: values go, effects stay (`return agent(q)` still runs the agent)
+            if not _is_pure(updated.value):
+                self.impure.append(updated.value)
+            return updated.with_changes(value=None, whitespace_after_return=cst.MaybeSentinel.DEFAULT)
+        return updated
+
+    def leave_Await(self, original: cst.Await, updated: cst.Await):
+        if isinstance(updated.expression, cst.Await):
+            return updated.expression
+        return updated
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call):
+        p, fw = self.p, self.fw
+        if id(original) in self.session_ctors:
+            fw.note_replaced(original.func)
+            return fw.session_ctor(self.session_ctors[id(original)])
+        if id(original) in p.model_assigns:
+            fw.note_replaced(original.func)
+            return p.model_assigns[id(original)]
+        plan = p.ctors.get(id(original))
+        if plan is not None:
+            return fw.write_ctor(updated, plan)
+        run = self.runs.get(id(original))
+        if run is not None and id(original) in p.runs:
+            rp = p.runs[id(original)]
+            return fw.write_run(updated, run, rp, p.subst)
+        if (
+            fw.table.resolve(original.func) == "asyncio.run"
+            and len(updated.args) == 1
+            and isinstance(updated.args[0].value, cst.Await)
+        ):
+            # asyncio.run(<run site>) inside what is now a coroutine: just await it
+            fw.note_replaced(original.func)
+            return updated.args[0].value
+        if p.factories and isinstance(original.func, cst.Name) and original.func.value in p.factories:
+            return updated.with_changes(func=cst.Name(p.factories[original.func.value]))
+        return updated
+
+    def leave_Expr(self, original: cst.Expr, updated: cst.Expr):
+        if id(original.value) in self.p.exits:
+            # `exit(0)` ended the script; in a workflow it ends the rollout
+            return cst.Return(value=None, semicolon=updated.semicolon)
+        return updated
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute):
+        return self._subst(original, updated)
+
+    def leave_Subscript(self, original: cst.Subscript, updated: cst.Subscript):
+        return self._subst(original, updated)
+
+    def _subst(self, original, updated):
+        if self.p.subst is None and not self.p.subst_map:
+            return updated
+        text = code(original, 400)
+        if text == self.p.subst:
+            return prompt_text_expr()
+        if text in self.p.subst_map:
+            return self.p.subst_map[text]
+        return updated
+
+
+_DROPPED = "__osmosis_migrate_dropped__"
+
+
+def _dropped(comments: list[cst.EmptyLine]) -> cst.SimpleStatementLine:
+    """A placeholder for a removed statement that carries its comments until :func:`_settle` places them."""
+    return cst.SimpleStatementLine(body=[cst.Expr(cst.Name(_DROPPED))], leading_lines=comments)
+
+
+def _is_dropped(stmt: cst.CSTNode) -> bool:
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Expr)
+        and isinstance(stmt.body[0].value, cst.Name)
+        and stmt.body[0].value.value == _DROPPED
+    )
+
+
+def _settle(body: list, footer: list) -> tuple[list, list]:
+    """Remove the placeholders of dropped statements; their comments go onto the next statement (or the footer)."""
+    if not any(_is_dropped(s) for s in body):
+        return body, footer
+    out: list = []
+    carried: list[cst.EmptyLine] = []
+    for stmt in body:
+        if _is_dropped(stmt):
+            carried.extend(stmt.leading_lines)
+            continue
+        if carried:
+            stmt = stmt.with_changes(leading_lines=[*carried, *stmt.leading_lines])
+            carried = []
+        out.append(stmt)
+    if carried:
+        footer = [*carried, *footer]
+    return out, footer
+
+
+_PURE_CALLS = {"str", "repr", "len", "bool", "int", "float", "dict", "list", "tuple"}
+_PURE_METHODS = {"strip", "lstrip", "rstrip", "lower", "upper", "title", "casefold", "split", "splitlines",
+                 "replace", "format", "join", "startswith", "endswith", "final_output_as"}
+
+
+def _is_pure(expr: cst.BaseExpression) -> bool:
+    """An expression whose value can be dropped without losing an effect (names, literals, str(result), …)."""
+    if isinstance(expr, (cst.Name, cst.SimpleString, cst.Integer, cst.Float, cst.ConcatenatedString)):
+        return True
+    if isinstance(expr, cst.Attribute):
+        return _is_pure(expr.value)
+    if isinstance(expr, cst.FormattedString):
+        return all(_is_pure(p.expression) for p in expr.parts if isinstance(p, cst.FormattedStringExpression))
+    if isinstance(expr, (cst.Tuple, cst.List)):
+        return all(_is_pure(e.value) for e in expr.elements)
+    if isinstance(expr, cst.Dict):
+        return all(isinstance(e, cst.DictElement) and _is_pure(e.key) and _is_pure(e.value) for e in expr.elements)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in _PURE_CALLS:
+        return all(_is_pure(a.value) for a in expr.args)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _PURE_METHODS:
+        return _is_pure(expr.func.value) and all(_is_pure(a.value) for a in expr.args)
+    return False
+
+
+# ------------------------------------------------------------------------------------------------ the module
 
 
 class _NameRefs(cst.CSTVisitor):
@@ -57,7 +620,6 @@ class _NameRefs(cst.CSTVisitor):
         return False
 
     def visit_SimpleString(self, n: cst.SimpleString) -> None:
-        # names in string annotations / __all__ count as uses (conservative: an import is never wrongly dropped)
         val = n.value.strip("\"'rbuRBU")
         if val.isidentifier():
             self.counts[val] = self.counts.get(val, 0) + 1
@@ -69,311 +631,6 @@ def name_counts(node: cst.CSTNode) -> dict[str, int]:
     return v.counts
 
 
-def names_in(node: cst.CSTNode) -> set[str]:
-    """All names referenced under ``node``."""
-    return set(name_counts(node))
-
-
-def assigned_name(stmt: cst.CSTNode) -> Optional[str]:
-    """``X`` for a statement line ``X = <call>`` (single Name target), else None."""
-    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
-        small = stmt.body[0]
-        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
-            return small.targets[0].target.value
-        if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value is not None:
-            return small.target.value
-    return None
-
-
-def assigned_value(stmt: cst.CSTNode) -> Optional[cst.BaseExpression]:
-    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
-        small = stmt.body[0]
-        if isinstance(small, (cst.Assign, cst.AnnAssign)):
-            return small.value
-    return None
-
-
-def is_main_guard(stmt: cst.CSTNode) -> bool:
-    if not isinstance(stmt, cst.If):
-        return False
-    test = stmt.test
-    return (
-        isinstance(test, cst.Comparison)
-        and isinstance(test.left, cst.Name)
-        and test.left.value == "__name__"
-        and len(test.comparisons) == 1
-        and isinstance(test.comparisons[0].operator, cst.Equal)
-    )
-
-
-def camel(name: str) -> str:
-    parts = [p for p in re.split(r"_+", name) if p]
-    return "".join(p[:1].upper() + p[1:] for p in parts) or "Agent"
-
-
-def kwarg(call: cst.Call, name: str) -> Optional[cst.Arg]:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg
-    return None
-
-
-def with_kwarg(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
-    """``call`` with keyword ``name=value`` (replaced if present, else appended, keeping the call's layout)."""
-    args = list(call.args)
-    for i, arg in enumerate(args):
-        if arg.keyword is not None and arg.keyword.value == name:
-            args[i] = arg.with_changes(value=value)
-            return call.with_changes(args=args)
-    new = cst.Arg(keyword=cst.Name(name), value=value, equal=cst.AssignEqual(
-        whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
-    if args:
-        last = args[-1]
-        if isinstance(last.comma, cst.Comma):
-            # multi-line call with a trailing comma: the new argument takes the closing layout, the old last one
-            # the layout between arguments
-            between = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else last.comma
-            args[-1] = last.with_changes(comma=between)
-            args.append(new.with_changes(comma=last.comma))
-        else:
-            args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-            args.append(new)
-    else:
-        args.append(new)
-    return call.with_changes(args=args)
-
-
-def without_kwarg(call: cst.Call, name: str) -> cst.Call:
-    args = [a for a in call.args if not (a.keyword is not None and a.keyword.value == name)]
-    if len(args) == len(call.args):
-        return call
-    if args and not any(isinstance(a.comma, cst.Comma) and a.comma.whitespace_after.__class__ is cst.ParenthesizedWhitespace for a in args[:-1]):
-        args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-    return call.with_changes(args=args)
-
-
-CTX_PROMPT = cst.Attribute(value=cst.Name("ctx"), attr=cst.Name("prompt"))
-
-
-@dataclass
-class BodyResult:
-    """What converting one function body found."""
-
-    body: Optional[cst.BaseSuite] = None
-    run_sites: int = 0
-    problems: list[str] = field(default_factory=list)
-    dropped_args: list[cst.CSTNode] = field(default_factory=list)
-    agents_built: int = 0
-
-
-class Framework(ABC):
-    """What a rule tells the engine about its framework."""
-
-    code: str  # the rule's base code, e.g. "OM100"
-    agent_ctors: tuple[str, ...]  # qualified names of the plain agent class
-    osmosis_agent: tuple[str, str]  # (module, name) of the replacement class
-    label: str  # "Strands" / "OpenAI Agents"
-
-    def __init__(self, table: ImportTable, ctx: RuleContext) -> None:
-        self.table = table
-        self.ctx = ctx
-        self.needed: list[tuple[str, str]] = []
-        self.created_workflows: set[str] = set()
-        self.replaced_locals: set[str] = set()
-        self.replaced_count: dict[str, int] = {}
-
-    def ctor_heads(self) -> set[str]:
-        """Local names through which this framework's agent class can be reached (``Agent``, ``s`` of ``s.Agent``,
-        any name when a star import could bind it): a statement that mentions none of them builds no agent."""
-        heads: set[str] = set()
-        for q in self.agent_ctors:
-            heads.update(self.table.local_names_for(q))
-            mod, _, name = q.rpartition(".")
-            if mod in self.table.stars:
-                heads.add(name)
-        for local, mod in self.table.modules.items():
-            if any(q.startswith(mod + ".") for q in self.agent_ctors):
-                heads.add(local)
-        return heads
-
-    where: Optional[cst.CSTNode] = None  # the statement being converted: where edits on expressions are reported
-
-    def is_agent_ctor(self, call: cst.Call) -> bool:
-        return self.table.matches(call.func, self.agent_ctors) is not None
-
-    def note_replaced(self, func: cst.BaseExpression) -> None:
-        """Remember that one reference to a local name went (a replaced call's function), so its import can go
-        when no reference is left: uses = references counted in the input − references replaced."""
-        head = func
-        while isinstance(head, cst.Attribute):
-            head = head.value
-        if isinstance(head, cst.Name):
-            self.replaced_locals.add(head.value)
-            self.replaced_count[head.value] = self.replaced_count.get(head.value, 0) + 1
-
-    def snapshot(self) -> tuple:
-        """State to roll back to when a conversion is abandoned (its edits/imports must not be reported)."""
-        return (len(self.ctx.edits), len(self.ctx.todos), len(self.needed), frozenset(self.replaced_locals),
-                dict(self.replaced_count))
-
-    def restore(self, snap: tuple) -> None:
-        del self.ctx.edits[snap[0]:]
-        del self.ctx.todos[snap[1]:]
-        del self.needed[snap[2]:]
-        self.replaced_locals = set(snap[3])
-        self.replaced_count = dict(snap[4])
-
-    def begin_body(self) -> None:
-        """Called before converting each function body (per-run state such as session names)."""
-        self.stmt_todos = []
-
-    stmt_todos: list[str]
-
-    def convert_call(self, call: cst.Call) -> Optional[cst.BaseExpression]:
-        """Other calls a converted body needs changed (e.g. a model constructor); None = unchanged."""
-        return None
-
-    def swap_ctor(self, call: cst.Call, in_run: bool, original: Optional[cst.Call] = None) -> cst.Call:
-        """``Agent(...)`` → the Osmosis class with the placeholder model (and the prompt when built in run())."""
-        self.note_replaced(call.func)
-        self.needed.append(self.osmosis_agent)
-        new = call.with_changes(func=cst.Name(self.osmosis_agent[1]))
-        new = self.fix_model(new)
-        if in_run:
-            new = self.add_prompt(new)
-        self.ctx.edit(self.code[:3] + "02", self.where or original or call, f"{self.label} Agent → {self.osmosis_agent[1]}")
-        return new
-
-    @abstractmethod
-    def fix_model(self, call: cst.Call) -> cst.Call:
-        """Put the rollout placeholder model on a swapped agent call."""
-
-    def add_prompt(self, call: cst.Call) -> cst.Call:
-        return call
-
-    @abstractmethod
-    def run_site_agent(self, call: cst.Call, agents: set[str]) -> Optional[cst.BaseExpression]:
-        """The agent expression a call runs, if ``call`` is a run site not yet migrated, else None.
-        ``agents``: names bound to plain agents in the body being converted."""
-
-    @abstractmethod
-    def rewrite_run_site(self, call: cst.Call, agent_var: str) -> tuple[cst.BaseExpression, list[cst.BaseStatement], Optional[str]]:
-        """(awaited replacement of a run site, statements to insert before its statement, problem or None)."""
-
-
-class BodyConverter(cst.CSTTransformer):
-    """Migrates a function body so it can be the body of ``AgentWorkflow.run(self, ctx)``."""
-
-    def __init__(self, fw: Framework, local_agents: set[str], drop_returns: bool) -> None:
-        self.fw = fw
-        self.agents = set(local_agents)
-        self.drop_returns = drop_returns
-        self.result = BodyResult()
-        self.pending: list[list[cst.BaseStatement]] = []
-        self.where_stack: list[Optional[cst.CSTNode]] = []
-        self._impure_values: list[cst.BaseExpression] = []
-        fw.begin_body()
-
-    # nested defs/classes/lambdas have their own scope: leave them alone
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
-            self.where_stack.append(self.fw.where)
-            self.fw.where = node
-        return super().on_visit(node)
-
-    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):
-        result = super().on_leave(original_node, updated_node)
-        if isinstance(original_node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
-            self.fw.where = self.where_stack.pop()
-        return result
-
-    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
-        self.pending.append([])
-        name = assigned_name(node)
-        value = assigned_value(node)
-        if name and isinstance(value, cst.Call) and self.fw.is_agent_ctor(value):
-            self.agents.add(name)
-
-    def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
-        before = self.pending.pop()
-        for reason in self.fw.stmt_todos:
-            updated = with_todo_comment(updated, self.fw.code[:3] + "92", reason)
-            self.fw.ctx.todo(self.fw.code[:3] + "92", self.fw.where or original, reason)
-        self.fw.stmt_todos.clear()
-        if (
-            self._impure_values
-            and len(updated.body) == 1
-            and isinstance(updated.body[0], cst.Return)
-            and updated.body[0].value is None
-        ):
-            value = self._impure_values.pop()
-            before = [*before, updated.with_changes(body=[cst.Expr(value=value)])]
-            updated = updated.with_changes(leading_lines=[])
-        elif self._impure_values:  # `x = 1; return f()` on one line: keep the effect on that line
-            values, self._impure_values = self._impure_values, []
-            small = list(updated.body)
-            small[-1:-1] = [cst.Expr(value=v) for v in values]
-            updated = updated.with_changes(body=small)
-        if before:
-            return cst.FlattenSentinel([*before, updated])
-        return updated
-
-    def leave_Return(self, original: cst.Return, updated: cst.Return):
-        if self.drop_returns and updated.value is not None:
-            # a workflow's result is its samples: values go, effects stay (`return agent(q)` still runs the agent)
-            if not _is_pure(updated.value):
-                self._impure_values.append(updated.value)
-            return updated.with_changes(value=None)
-        return updated
-
-    def leave_Await(self, original: cst.Await, updated: cst.Await):
-        # `await <run site>` was already rewritten to an Await by leave_Call: unwrap the doubled await
-        if isinstance(updated.expression, cst.Await):
-            return updated.expression
-        return updated
-
-    def leave_Call(self, original: cst.Call, updated: cst.Call):
-        if self.fw.is_agent_ctor(original):
-            self.result.agents_built += 1
-            return self.fw.swap_ctor(updated, in_run=True, original=original)
-        if (
-            self.fw.table.resolve(original.func) == "asyncio.run"
-            and len(updated.args) == 1
-            and isinstance(updated.args[0].value, cst.Await)
-        ):
-            # asyncio.run(<run site>) inside what is now a coroutine: just await it
-            self.fw.note_replaced(original.func)
-            return updated.args[0].value
-        agent = self.fw.run_site_agent(original, self.agents)
-        if agent is None:
-            converted = self.fw.convert_call(updated)
-            return updated if converted is None else converted
-        if not isinstance(agent, cst.Name) or agent.value not in self.agents:
-            self.result.problems.append(
-                f"it runs `{cst.Module([]).code_for_node(agent)}`, which is not a plain agent built here"
-            )
-            return updated
-        expr, before, problem = self.fw.rewrite_run_site(updated, agent_var=agent.value)
-        if problem:
-            self.result.problems.append(problem)
-            return updated
-        self.result.run_sites += 1
-        self.result.dropped_args.extend(a.value for a in original.args)
-        self.fw.ctx.edit(self.fw.code[:3] + "05", self.fw.where or original, f"run of `{agent.value}` awaited with the rollout prompt")
-        if self.pending:
-            self.pending[-1].extend(before)
-        return expr
-
-
 def _unique(name: str, taken: set[str]) -> str:
     if name not in taken:
         return name
@@ -383,273 +640,11 @@ def _unique(name: str, taken: set[str]) -> str:
     return f"{name}{n}"
 
 
-def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
-    """Run the wrapping engine for one framework over ``module`` (see the module docstring).
-
-    Cost: one name-index pass over the module (per top-level statement), then transforms only of the
-    statements that change; untouched statements keep their identity (and so their line numbers).
-    """
-    ctx = fw.ctx
-    table = fw.table
-    code = fw.code[:3]
-    body = list(module.body)
-    counts = ctx.top_level_name_counts(module) or [name_counts(stmt) for stmt in body]  # the one full pass
-    ctor_heads = fw.ctor_heads()
-    top_names = {assigned_name(s) for s in body} | {
-        s.name.value for s in body if isinstance(s, (cst.FunctionDef, cst.ClassDef))
-    }
-
-    def users_of(name: str, skip: set[int]) -> list[int]:
-        return [i for i, c in enumerate(counts) if i not in skip and name in c]
-
-    # module-level agents: X = Agent(...)
-    module_agents: dict[str, int] = {}
-    for i, stmt in enumerate(body):
-        if not ctor_heads & counts[i].keys():
-            continue
-        name, value = assigned_name(stmt), assigned_value(stmt)
-        if name and isinstance(value, cst.Call) and fw.is_agent_ctor(value) and not has_skip_marker(stmt):
-            module_agents[name] = i
-
-    def agent_deps(names: set[str]) -> set[str]:
-        """Module-level agents reachable from ``names`` through other module agents' arguments (handoffs)."""
-        out: set[str] = set()
-        todo = [n for n in names if n in module_agents]
-        while todo:
-            n = todo.pop()
-            if n in out:
-                continue
-            out.add(n)
-            todo.extend(m for m in counts[module_agents[n]] if m in module_agents and m != n)
-        return out
-
-    # drivers: top-level functions with a run site
-    replacements: dict[int, list[cst.BaseStatement]] = {}
-    source_counts: dict[int, dict[str, int]] = {}  # references of the input statements a replacement was made from
-    moved: set[int] = set()
-    todo_at: dict[int, str] = {}
-    for i, stmt in enumerate(body):
-        if not isinstance(stmt, cst.FunctionDef) or has_skip_marker(stmt):
-            continue
-        mentioned = counts[i]
-        deps = agent_deps(set(mentioned) & set(module_agents))
-        if not deps and not (ctor_heads & mentioned.keys()):
-            continue  # neither builds nor uses an agent: cannot be a driver
-        snap = fw.snapshot()
-        conv = BodyConverter(fw, set(deps), drop_returns=True)
-        new_body = stmt.body.visit(conv)
-        if conv.result.run_sites == 0 and not (conv.result.problems and (deps or conv.result.agents_built)):
-            fw.restore(snap)
-            continue
-        problems = list(conv.result.problems)
-        params = [p.name.value for p in (*stmt.params.posonly_params, *stmt.params.params, *stmt.params.kwonly_params)]
-        if isinstance(stmt.params.star_arg, cst.Param) or stmt.params.star_kwarg is not None:
-            problems.append("it takes *args/**kwargs")
-        for p in params if not problems else ():
-            # references in the body = in the whole def minus the parameter itself (over-counting a default
-            # or annotation that names it only makes the check stricter)
-            uses = mentioned.get(p, 0) - 1
-            uses_in_prompt = sum(_count_name(a, p) for a in conv.result.dropped_args)
-            if uses > uses_in_prompt:
-                problems.append(f"the parameter `{p}` is used beyond the prompt")
-        if "ctx" in mentioned:
-            problems.append("it already uses a name `ctx`")
-        used_by = users_of(stmt.name.value, {i})
-        if any(not is_main_guard(body[j]) for j in used_by):
-            problems.append(f"`{stmt.name.value}` is used elsewhere in the module")
-        for dep in sorted(deps):
-            if users_of(dep, {i, module_agents[dep]} | {module_agents[d] for d in deps}):
-                problems.append(f"module-level agent `{dep}` is also used elsewhere")
-        if problems:
-            fw.restore(snap)
-            todo_at[i] = (
-                f"wrap `{stmt.name.value}` in an AgentWorkflow.run() by hand: " + "; ".join(sorted(set(problems)))
-            )
-            continue
-        cls_name = _unique(camel(stmt.name.value) + "Workflow", top_names)
-        top_names.add(cls_name)
-        # the moved module-level agents are built first, in their original order
-        moved_stmts: list[cst.BaseStatement] = []
-        for dep in sorted(deps, key=lambda d: module_agents[d]):
-            j = module_agents[dep]
-            moved.add(j)
-            dep_stmt = body[j].visit(BodyConverter(fw, set(), drop_returns=False))
-            moved_stmts.append(dep_stmt)
-            ctx.edit(code + "03", body[j], f"module-level agent `{dep}` now built per rollout in {cls_name}.run()")
-        inner = list(new_body.body) if isinstance(new_body, cst.IndentedBlock) else [
-            cst.SimpleStatementLine(body=list(new_body.body))
-        ]
-        docstring = inner[:1] if inner and _is_docstring(inner[0]) else []
-        inner = _strip_trailing_bare_return([*docstring, *_tidy_moved(moved_stmts), *inner[len(docstring):]])
-        fw.needed.extend(WORKFLOW_IMPORTS)
-        fw.created_workflows.add(cls_name)
-        replacements[i] = [_workflow_class(stmt, cls_name, inner, module)]
-        source_counts[i] = _merge_counts([counts[i], *(counts[module_agents[d]] for d in deps)])
-        ctx.edit(code + "03", stmt, f"`{stmt.name.value}` wrapped as {cls_name}(AgentWorkflow).run()")
-        for j in used_by:
-            todo_at[j] = (
-                f"`{stmt.name.value}` became {cls_name}: serve it (LocalBackend(workflow={cls_name}) + "
-                "create_rollout_server) or run it with `osmosis-compat eval` instead of calling it here"
-            )
-
-    # existing AgentWorkflow subclasses whose run() still builds or runs plain agents
-    for i, stmt in enumerate(body):
-        if (
-            isinstance(stmt, cst.ClassDef)
-            and i not in replacements
-            and ctor_heads & counts[i].keys()
-            and not has_skip_marker(stmt)
-            and _is_workflow_class(stmt, table)
-        ):
-            new_cls = _migrate_workflow_class(stmt, fw)
-            if new_cls is not stmt:
-                replacements[i] = [new_cls]
-
-    # whatever plain agent is still built anywhere: TODO where it is (never code that raises)
-    for i, stmt in enumerate(body):
-        if i in moved or i in replacements or not (ctor_heads & counts[i].keys()) or has_skip_marker(stmt):
-            continue
-        marker = _LeftoverMarker(fw)
-        marked = stmt.visit(marker)
-        if marker.marked:
-            replacements[i] = [marked]
-
-    new_body: list[cst.BaseStatement] = []
-    new_counts: list[dict[str, int]] = []
-    for i, stmt in enumerate(body):
-        if i in moved:
-            continue
-        out = replacements.get(i, [stmt])
-        if i in todo_at:
-            out = [with_todo_comment(out[0], code + "90", todo_at[i]), *out[1:]]
-            ctx.todo(code + "90", stmt, todo_at[i])
-        new_body.extend(out)
-        new_counts.append(source_counts.get(i, counts[i]))
-        new_counts.extend({} for _ in out[1:])
-    if not replacements and not todo_at and not moved:
-        return module
-    module = module.with_changes(body=new_body)
-    fw.body_counts = new_counts
-    return fw_finish(module, fw)
-
-
-def fw_finish(module: cst.Module, fw: Framework) -> cst.Module:
-    """Framework hook (e.g. module-level models), then the imports: needed ones added, replaced ones dropped."""
-    finish = getattr(fw, "finish", None)
-    if finish is not None:
-        module = finish(module)
-    counts = getattr(fw, "body_counts", None)
-    if counts is None or len(counts) != len(module.body):
-        used = used_names(module)
-    else:
-        total: dict[str, int] = {}
-        for stmt, c in zip(module.body, counts):
-            if not _is_import_line(stmt):
-                for name, n in c.items():
-                    total[name] = total.get(name, 0) + n
-        used = {name for name, n in total.items() if n > fw.replaced_count.get(name, 0)}
-    if fw.needed:
-        module = add_imports(module, fw.needed)
-    module, removed = remove_unused_imports(module, fw.replaced_locals, used=used)
-    for name in removed:
-        fw.ctx.edit(fw.code[:3] + "04", None, f"removed unused import `{name}`")
-    return module
-
-
-_PURE_CALLS = {"str", "repr", "len", "bool", "int", "float", "dict", "list", "tuple"}
-
-
-def _is_pure(expr: cst.BaseExpression) -> bool:
-    """An expression whose value can be dropped without losing an effect (names, literals, str(result), …)."""
-    if isinstance(expr, (cst.Name, cst.SimpleString, cst.Integer, cst.Float, cst.ConcatenatedString)):
-        return True
-    if isinstance(expr, cst.Attribute):
-        return _is_pure(expr.value)
-    if isinstance(expr, cst.FormattedString):
-        return all(_is_pure(p.expression) for p in expr.parts if isinstance(p, cst.FormattedStringExpression))
-    if isinstance(expr, (cst.Tuple, cst.List)):
-        return all(_is_pure(e.value) for e in expr.elements)
-    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in _PURE_CALLS:
-        return all(_is_pure(a.value) for a in expr.args)
-    return False
-
-
-def _merge_counts(parts: Sequence[dict[str, int]]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for part in parts:
-        for name, n in part.items():
-            out[name] = out.get(name, 0) + n
-    return out
-
-
-def _is_import_line(stmt: cst.BaseStatement) -> bool:
-    return isinstance(stmt, cst.SimpleStatementLine) and all(
-        isinstance(x, (cst.Import, cst.ImportFrom)) for x in stmt.body
-    )
-
-
-def _count_name(node: cst.CSTNode, name: str) -> int:
-    if isinstance(node, cst.Name):  # the usual prompt argument: no visit needed
-        return int(node.value == name)
-    if isinstance(node, (cst.SimpleString, cst.Integer, cst.Float)):
-        return 0
-    return name_counts(node).get(name, 0)
-
-
-def _strip_trailing_bare_return(stmts: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
-    if stmts:
-        last = stmts[-1]
-        if (
-            isinstance(last, cst.SimpleStatementLine)
-            and len(last.body) == 1
-            and isinstance(last.body[0], cst.Return)
-            and last.body[0].value is None
-            and len(stmts) > 1
-        ):
-            return stmts[:-1]
-    return stmts
-
-
-def _is_docstring(stmt: cst.BaseStatement) -> bool:
+def _is_docstring(stmt: cst.CSTNode) -> bool:
     return (
         isinstance(stmt, cst.SimpleStatementLine)
         and isinstance(stmt.body[0], cst.Expr)
         and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
-    )
-
-
-def _tidy_moved(stmts: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
-    """Moved statements keep their comments but not the blank lines that separated them at module level."""
-    out = []
-    for stmt in stmts:
-        lines = [l for l in stmt.leading_lines if l.comment is not None]
-        out.append(stmt.with_changes(leading_lines=[l.with_changes(indent=True, whitespace=cst.SimpleWhitespace("")) for l in lines]))
-    return out
-
-
-def _workflow_class(func: cst.FunctionDef, cls_name: str, inner: list[cst.BaseStatement], module: cst.Module) -> cst.ClassDef:
-    indent = module.default_indent
-    run = cst.FunctionDef(
-        name=cst.Name("run"),
-        params=cst.Parameters(params=[
-            cst.Param(cst.Name("self")),
-            cst.Param(cst.Name("ctx"), annotation=cst.Annotation(cst.Name("AgentWorkflowContext"))),
-        ]),
-        returns=cst.Annotation(cst.Name("None")),
-        asynchronous=cst.Asynchronous(),
-        body=cst.IndentedBlock(body=inner, indent=None),
-    )
-    docstring: list[cst.BaseStatement] = []
-    if inner and _is_docstring(inner[0]):
-        docstring = [inner[0]]
-        run = run.with_changes(body=run.body.with_changes(body=inner[1:] or [cst.SimpleStatementLine([cst.Pass()])]))
-    del indent
-    return cst.ClassDef(
-        name=cst.Name(cls_name),
-        bases=[cst.Arg(cst.Name("AgentWorkflow"))],
-        body=cst.IndentedBlock(body=[*docstring, run]),
-        leading_lines=func.leading_lines,
-        decorators=[],
     )
 
 
@@ -664,38 +659,563 @@ def _is_workflow_class(cls: cst.ClassDef, table: ImportTable) -> bool:
     return False
 
 
-def _migrate_workflow_class(cls: cst.ClassDef, fw: Framework) -> cst.ClassDef:
-    class _Run(cst.CSTTransformer):
-        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-            return node is cls
+def _is_grader_class(cls: cst.ClassDef, table: ImportTable) -> bool:
+    for base in cls.bases:
+        if table.matches(base.value, GRADER_BASES) is not None:
+            return True
+        if isinstance(base.value, cst.Name) and base.value.value == "Grader":
+            return True
+    return False
 
-        def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef):
-            if original.name.value != "run" or original.asynchronous is None or has_skip_marker(original):
-                return updated
-            snap = fw.snapshot()
-            conv = BodyConverter(fw, set(), drop_returns=False)
-            new_body = original.body.visit(conv)
-            if conv.result.problems or (conv.result.agents_built == 0 and conv.result.run_sites == 0):
-                fw.restore(snap)
-                return updated
-            return updated.with_changes(body=new_body)
 
-    return cls.visit(_Run())
+def _tidy(stmts: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+    """Moved module-level statements keep their comments but not the blank lines that separated them."""
+    out = []
+    for stmt in stmts:
+        lines = [l.with_changes(indent=True, whitespace=cst.SimpleWhitespace("")) for l in stmt.leading_lines
+                 if l.comment is not None]
+        out.append(stmt.with_changes(leading_lines=lines))
+    return out
+
+
+def _strip_trailing_bare_return(stmts: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+    if len(stmts) > 1:
+        last = stmts[-1]
+        if (
+            isinstance(last, cst.SimpleStatementLine)
+            and len(last.body) == 1
+            and isinstance(last.body[0], cst.Return)
+            and last.body[0].value is None
+            and not any(l.comment is not None for l in last.leading_lines)
+        ):
+            return stmts[:-1]
+    return stmts
+
+
+def _workflow_class(cls_name: str, inner: list[cst.BaseStatement], footer: Sequence[cst.EmptyLine],
+                    leading: Sequence[cst.EmptyLine]) -> cst.ClassDef:
+    if inner:  # no blank line at the top of run() (dropped statements may have left theirs)
+        first = inner[0]
+        lines = list(first.leading_lines)
+        while lines and lines[0].comment is None:
+            lines.pop(0)
+        inner = [first.with_changes(leading_lines=lines), *inner[1:]]
+    docstring: list[cst.BaseStatement] = []
+    if inner and _is_docstring(inner[0]):
+        docstring, inner = [inner[0]], inner[1:]
+    if not inner:
+        inner = [cst.SimpleStatementLine([cst.Pass()])]
+    run = cst.FunctionDef(
+        name=cst.Name("run"),
+        params=cst.Parameters(params=[
+            cst.Param(cst.Name("self")),
+            cst.Param(cst.Name("ctx"), annotation=cst.Annotation(cst.Name("AgentWorkflowContext"))),
+        ]),
+        returns=cst.Annotation(cst.Name("None")),
+        asynchronous=cst.Asynchronous(),
+        body=cst.IndentedBlock(body=inner, footer=list(footer)),
+    )
+    return cst.ClassDef(
+        name=cst.Name(cls_name),
+        bases=[cst.Arg(cst.Name("AgentWorkflow"))],
+        body=cst.IndentedBlock(body=[*docstring, run]),
+        leading_lines=list(leading),
+    )
+
+
+def _with_blank_lines(stmt: cst.BaseStatement, n: int = 2) -> cst.BaseStatement:
+    """``stmt`` with at least ``n`` blank lines above its comments (module-level spacing for a new class)."""
+    lines = list(stmt.leading_lines)
+    blanks = 0
+    for l in lines:
+        if l.comment is None:
+            blanks += 1
+        else:
+            break
+    if blanks >= n:
+        return stmt
+    return stmt.with_changes(leading_lines=[*(cst.EmptyLine() for _ in range(n - blanks)), *lines])
+
+
+_ASCII = str.maketrans({"\u2026": "...", "\u2014": "-", "\u2013": "-", "\u2192": "->", "\u2018": "'", "\u2019": "'"})
+
+
+def ascii_reason(reason: str) -> str:
+    """A TODO reason that any source encoding can hold (latin-1 files too): our own punctuation in ASCII."""
+    return reason.translate(_ASCII)
+
+
+class _Todo:
+    def __init__(self) -> None:
+        self.at: dict[int, list[tuple[str, str]]] = {}
+
+    def add(self, index: int, code_: str, reason: str) -> None:
+        reason = ascii_reason(reason)
+        items = self.at.setdefault(index, [])
+        if (code_, reason) not in items:
+            items.append((code_, reason))
+
+
+def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
+    """Run the emitter for one framework over ``module`` (see the module docstring).
+
+    Cost: one name-index pass over the top level (from the ``ast`` while the tree is unchanged), the body facts of
+    the statements that run agents, and transforms of only the statements that change; untouched statements keep
+    their identity (and so their line numbers).
+    """
+    ctx = fw.ctx
+    body = list(module.body)
+    counts = ctx.top_level_name_counts(module) or [name_counts(stmt) for stmt in body]
+    repo = getattr(ctx, "repo", None)
+    external = repo.external_uses(ctx.filename) if repo is not None else {}
+    model = module_model(module, fw, counts, ctx.filename, external)
+    code_ = fw.code[:3]
+    heads = fw.ctor_heads()
+    if not any(heads & c.keys() for c in counts) and not model.agents:
+        return module
+
+    drivers = find_drivers(model, fw)
+    for i, stmt in enumerate(body):
+        if isinstance(stmt, cst.ClassDef) and heads & counts[i].keys() and not has_skip_marker(stmt) \
+                and _is_workflow_class(stmt, fw.table):
+            run = _run_method(stmt)
+            if run is not None and not has_skip_marker(run):
+                drivers.append(Driver("workflow", stmt.name.value, [i], list(_suite(run.body)), run))
+    # a function kept for its callers whose workflow was already added beside it (a previous run) is done
+    done_beside = [d for d in drivers if d.kind == "function" and _has_workflow_beside(model, d, fw.table)]
+    drivers = [d for d in drivers if d not in done_beside]
+    plans = [plan_driver(model, fw, d, fw.target) for d in drivers]
+    ok = [p for p in plans if not p.problems]
+    todos = _Todo()
+    replacements: dict[int, list[cst.BaseStatement]] = {}
+    removed: set[int] = set()  # top-level statements that leave (moved into run(), or dropped)
+    dropped: set[int] = set()  # …of which deleted (their comments stay)
+    top_names = set(model.bindings) | {"AgentWorkflow", "AgentWorkflowContext", "Grader", "GraderContext"}
+
+    # which module-level agents leave the module level: used only by drivers converted in place (and by agents
+    # that leave too)
+    inplace_idx: set[int] = set()
+    for p in ok:
+        if p.mode == "inplace" and p.driver.kind != "workflow":
+            inplace_idx.update(p.driver.indices)
+    dep_of = {name for p in ok for name in p.deps}
+    moved: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name in dep_of - moved:
+            idx = model.agents[name]
+            users = model.users(name, skip=[idx])
+            if model.external.get(name):
+                continue
+            if all(j in inplace_idx or any(model.agents.get(m) == j for m in moved) for j in users):
+                moved.add(name)
+                changed = True
+    owner: dict[str, Plan] = {}
+    for p in ok:
+        for name in p.deps:
+            owner.setdefault(name, p)
+
+    # module-level models the migrated agents use: the placeholder where they are when only those agents use them,
+    # else each migrated agent gets its own placeholder (the plain code keeps its model)
+    moved_idx = {model.agents[n] for n in moved}
+    module_vars: dict[str, list[CtorPlan]] = {}
+    for p in ok:
+        for cp in p.ctors.values():
+            if cp.module_var:
+                module_vars.setdefault(cp.module_var, []).append(cp)
+    for var, cps in module_vars.items():
+        idx = model.models[var]
+        users = model.users(var, skip=[idx])
+        stmt = body[idx]
+        value = assigned_value(stmt)
+        if all(j in inplace_idx or j in moved_idx for j in users) and not model.external.get(var) \
+                and isinstance(stmt, cst.SimpleStatementLine) and isinstance(value, cst.Call):
+            small = stmt.body[0]
+            replacements[idx] = [keep_comments(stmt, stmt.with_changes(body=[small.with_changes(value=cps[0].fallback)]))]
+            fw.note_replaced(value.func)
+            ctx.edit(code_ + "01", stmt, f"module-level model `{var}` → {code(cps[0].fallback, 60)} "
+                     "(only migrated agents use it)")
+        else:
+            for cp in cps:
+                cp.model = cp.fallback
+
+    # factories the workflows get their agents from: converted in place when only migrated code calls them, else a
+    # rollout version is added beside them (the plain callers keep theirs)
+    factory_users: dict[str, list[Plan]] = {}
+    for p in ok:
+        for name in p.factory_plans:
+            factory_users.setdefault(name, []).append(p)
+    for name, users_plans in factory_users.items():
+        fplan = users_plans[0].factory_plans[name]
+        idx = model.functions[name]
+        func = body[idx]
+        assert isinstance(func, cst.FunctionDef)
+        new_body = _emit_body(fw, fplan, _suite(func.body), drop_returns=False)
+        block = func.body.with_changes(body=new_body, footer=[*plan_tail(fplan), *func.body.footer])
+        users = model.users(name, skip=[idx])
+        if all(j in inplace_idx for j in users) and not model.external.get(name) and not func.decorators:
+            replacements[idx] = [func.with_changes(body=block)]
+            ctx.edit(code_ + "03", func, f"factory `{name}` now builds {fw.osmosis_agent[1]} (only workflows call it)")
+        else:
+            new_name = _unique(f"{name}_for_rollout", top_names)
+            top_names.add(new_name)
+            copy = _strip_comments(func.with_changes(name=cst.Name(new_name), body=block, decorators=[],
+                                                     leading_lines=[cst.EmptyLine(), cst.EmptyLine()]))
+            replacements[idx] = [func, copy]
+            for p in users_plans:
+                p.factories[name] = new_name
+            ctx.edit(code_ + "03", func, f"factory `{name}` kept for its other callers; `{new_name}` builds "
+                     f"{fw.osmosis_agent[1]} for the workflows")
+
+    created: list[tuple[str, cst.CSTNode]] = []  # (workflow class, the input statement it was made from)
+    for p in plans:
+        d = p.driver
+        first = d.indices[0]
+        if p.problems:
+            what = {"function": f"`{d.name}`", "script": "the module-level code that runs the agent",
+                    "main": "the `__main__` block", "workflow": f"`{d.name}.run()`"}[d.kind]
+            where = first
+            if d.kind == "script":
+                where = next((j for j in d.indices if fw.has_run_site(body[j], set(model.agents))), first)
+            todos.add(where, code_ + "90", f"{what} is not migrated: " + "; ".join(p.problems))
+            continue
+        if d.kind == "workflow":
+            if not p.runs and not p.ctors and not p.model_assigns and not p.sessions:
+                continue  # nothing plain left in it
+            cls = body[first]
+            run = _run_method(cls)
+            new_body = _emit_body(fw, p, list(_suite(run.body)), drop_returns=False)
+            new_run = run.with_changes(body=run.body.with_changes(body=new_body, footer=[*plan_tail(p), *run.body.footer]))
+            replacements[first] = [_replace_method(cls, run, new_run)]
+            ctx.edit(code_ + "03", cls, f"`{d.name}.run()` migrated in place")
+            continue
+        cls_name = _unique(camel(d.name) + "Workflow", top_names)
+        top_names.add(cls_name)
+        p.cls_name = cls_name
+        # module-level agents built per rollout in run(), in module order
+        dep_stmts: list[cst.BaseStatement] = []
+        for name in p.deps:
+            j = model.agents[name]
+            stmt = _emit_stmt(fw, p, body[j])
+            if name in moved and owner[name] is p and p.mode == "inplace":
+                dep_stmts.extend(_tidy([stmt]))
+                removed.add(j)
+                ctx.edit(code_ + "03", body[j], f"module-level agent `{name}` now built per rollout in {cls_name}.run()")
+            else:
+                dep_stmts.append(_strip_comments(stmt.with_changes(leading_lines=[])))
+        prefix: list[cst.BaseStatement] = []
+        for var, default in p.defaults:
+            prefix.append(_assign(var, default))
+        if p.bind:
+            prefix.append(_assign(p.bind, prompt_text_expr()))
+        inner = _emit_body(fw, p, d.stmts, drop_returns=True)
+        if d.kind == "script":
+            inner = _tidy(inner)
+        docstring = inner[:1] if inner and _is_docstring(inner[0]) else []
+        inner = _strip_trailing_bare_return([*docstring, *prefix, *dep_stmts, *inner[len(docstring):]])
+        footer = [*plan_tail(p), *(d.func.body.footer if d.func is not None and isinstance(d.func.body, cst.IndentedBlock) else [])]
+        if p.mode == "beside":
+            inner = [_strip_comments(s) for s in inner]
+            footer = []
+            cls = _workflow_class(cls_name, inner, footer, [cst.EmptyLine(), cst.EmptyLine()])
+            replacements[first] = [body[first], cls]
+            ctx.edit(code_ + "03", body[first], f"`{d.name}` wrapped as {cls_name}(AgentWorkflow).run() beside it "
+                     f"({'; '.join(p.notes)})")
+        elif d.kind == "function":
+            cls = _workflow_class(cls_name, inner, footer, body[first].leading_lines)
+            replacements[first] = [cls]
+            ctx.edit(code_ + "03", body[first], f"`{d.name}` wrapped as {cls_name}(AgentWorkflow).run()")
+        elif d.kind == "script":
+            cls = _workflow_class(cls_name, inner, [], [cst.EmptyLine(), cst.EmptyLine()])
+            replacements[first] = [cls]
+            for j in d.indices[1:]:
+                removed.add(j)
+            ctx.edit(code_ + "03", body[first], f"the module-level code that runs the agent wrapped as "
+                     f"{cls_name}(AgentWorkflow).run()")
+        else:  # the __main__ block runs the agent itself
+            cls = _workflow_class(cls_name, _tidy(inner), [], [cst.EmptyLine(), cst.EmptyLine()])
+            replacements[first] = [cls, _serving_guard(fw, body[first], cls_name, None, model)]
+            ctx.edit(code_ + "03", body[first], f"the `__main__` block wrapped as {cls_name}(AgentWorkflow).run()")
+        created.append((cls_name, body[first]))
+        fw.needed[:0] = [x for x in WORKFLOW_IMPORTS if x not in fw.needed]
+        if p.prompt_text:
+            fw.prompt_text_needed = True
+        # the callers: the `__main__` block serves the workflow; module-level calls go
+        for j in p.callers:
+            stmt = replacements.get(j, [body[j]])[-1] if j in replacements else body[j]
+            if is_main_guard(body[j]):
+                new_guard = _serving_guard(fw, stmt, cls_name, d.name, model)
+                replacements[j] = [new_guard]
+                ctx.edit(code_ + "07", body[j], f"the `__main__` block now serves {cls_name} "
+                         "(`python` on this file starts the rollout server, as `osmosis rollout init` scaffolds do)")
+            else:
+                removed.add(j)
+                dropped.add(j)
+                replacements.pop(j, None)
+                fw.replaced.update(counts[j])
+                ctx.edit(code_ + "07", body[j], f"module-level call of `{d.name}` removed (it would run at import); "
+                         f"the `__main__` block serves {cls_name}")
+                if model.main_guard is None and not any(is_main_guard(s) for r in replacements.values() for s in r):
+                    fw.append_guard = _serving_guard(fw, None, cls_name, d.name, model)
+
+    # whatever plain agent is still built outside what was migrated: a TODO saying why it stays
+    migrated_idx = {j for p in ok for j in p.driver.indices} | removed
+    beside_idx = {p.driver.indices[0] for p in ok if p.mode == "beside"} | {d.indices[0] for d in done_beside}
+    for d in done_beside:  # its module-level agents stay for it, as when the workflow was added
+        dep_of |= _module_agent_deps(model, set(counts[d.indices[0]]))
+    for name, i in model.functions.items():  # a factory kept for plain callers beside its rollout version
+        if f"{name}_for_rollout" in model.functions:
+            beside_idx.add(i)
+    for i, stmt in enumerate(body):
+        if i in migrated_idx and i not in beside_idx:
+            continue
+        if i in beside_idx or i in replacements or not (heads & counts[i].keys()) or has_skip_marker(stmt):
+            continue
+        name = assigned_name(stmt)
+        if name in dep_of and name not in moved:
+            continue  # kept on purpose for its other users; the workflows build their own copies
+        marker = _LeftoverMarker(fw, model, plans, name)
+        marked = stmt.visit(marker)
+        if marker.marked:
+            replacements[i] = [marked]
+
+    new_body: list[cst.BaseStatement] = []
+    carried: list[cst.EmptyLine] = []
+    for i, stmt in enumerate(body):
+        if i in removed:
+            if i in dropped:  # a deleted line's comments stay at module level (a moved statement took its own)
+                carried.extend(l for l in stmt.leading_lines if l.comment is not None)
+            if i not in replacements:
+                continue
+        out = list(replacements.get(i, [stmt]))
+        if i in removed and i in replacements and not out:
+            continue
+        if carried and out:
+            out[0] = out[0].with_changes(leading_lines=[*out[0].leading_lines, *carried])
+            carried = []
+        for code_i, reason in todos.at.get(i, ()):
+            out[0] = with_todo_comment(out[0], code_i, reason)
+            ctx.todo(code_i, stmt, reason)
+        new_body.extend(out)
+    guard = fw.append_guard
+    if guard is not None:
+        if carried:
+            guard = guard.with_changes(leading_lines=[*guard.leading_lines, *carried])
+            carried = []
+        new_body.append(_with_blank_lines(guard))
+    if carried:
+        module = module.with_changes(footer=[*carried, *module.footer])
+    if not replacements and not removed and not todos.at:
+        return module
+    module = module.with_changes(body=new_body)
+    module = _module_todos(module, fw, created)
+    return fw_finish(module, fw)
+
+
+def _module_agent_deps(model: "ModuleModel", names: set[str]) -> set[str]:
+    out: set[str] = set()
+    todo = [n for n in names if n in model.agents]
+    while todo:
+        n = todo.pop()
+        if n not in out:
+            out.add(n)
+            todo.extend(x for x in model.counts[model.agents[n]] if x in model.agents and x != n)
+    return out
+
+
+def _has_workflow_beside(model: "ModuleModel", d: Driver, table: ImportTable) -> bool:
+    i = d.indices[0]
+    nxt = model.body[i + 1] if i + 1 < len(model.body) else None
+    return isinstance(nxt, cst.ClassDef) and nxt.name.value.startswith(camel(d.name) + "Workflow") \
+        and _is_workflow_class(nxt, table)
+
+
+def _suite(block: cst.BaseSuite) -> list[cst.BaseStatement]:
+    if isinstance(block, cst.IndentedBlock):
+        return list(block.body)
+    return [cst.SimpleStatementLine(body=list(block.body))]
+
+
+def _run_method(cls: cst.ClassDef) -> Optional[cst.FunctionDef]:
+    for stmt in _suite(cls.body):
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "run" and stmt.asynchronous is not None:
+            return stmt
+    return None
+
+
+def _replace_method(cls: cst.ClassDef, old: cst.FunctionDef, new: cst.FunctionDef) -> cst.ClassDef:
+    body = [new if s is old else s for s in _suite(cls.body)]
+    return cls.with_changes(body=cls.body.with_changes(body=body))
+
+
+def _emit_body(fw: Framework, plan: Plan, stmts: Sequence[cst.BaseStatement], drop_returns: bool) -> list:
+    """The statements of a driver, converted; comments of dropped trailing statements land in ``plan.tail``."""
+    emitter = _Emit(fw, plan, drop_returns)
+    out: list = []
+    for stmt in stmts:
+        new = stmt.visit(emitter)
+        if isinstance(new, cst.FlattenSentinel):
+            out.extend(new.nodes)
+        elif not isinstance(new, cst.RemovalSentinel):
+            out.append(new)
+    body, tail = _settle(out, [])
+    plan.tail = tail
+    return body
+
+
+def plan_tail(plan: Plan) -> list:
+    return list(getattr(plan, "tail", []) or [])
+
+
+def _emit_stmt(fw: Framework, plan: Plan, stmt: cst.BaseStatement) -> cst.BaseStatement:
+    new = stmt.visit(_Emit(fw, plan, drop_returns=False))
+    assert isinstance(new, cst.BaseStatement)
+    return new
+
+
+def _serving_guard(fw: Framework, guard: Optional[cst.CSTNode], cls_name: str, driver_name: Optional[str],
+                   model: "ModuleModel") -> cst.If:
+    """The ``__main__`` block that serves the workflow (the statements that called the driver, and those that only
+    fed them, replaced; their comments kept above the serving lines; other statements kept)."""
+    imports_os = "os" in model.table.modules
+    grader = next((s.name.value for s in model.body if isinstance(s, cst.ClassDef) and _is_grader_class(s, model.table)), None)
+    backend = f"LocalBackend(workflow={cls_name}" + (f", grader={grader}" if grader else "") + ")"
+    keep_alive = (
+        "        # Outlive the Osmosis platform load balancer's 2100s idle timeout.\n"
+        "        timeout_keep_alive=2160,\n" if fw.target.startswith("0.3") else ""
+    )
+    text = (
+        ("import os\n\n" if not imports_os else "")
+        + "import uvicorn\n"
+        "from osmosis_ai.rollout.backend.local import LocalBackend\n"
+        "from osmosis_ai.rollout.server import create_rollout_server\n\n"
+        f"# `python` on this file serves {cls_name} to a rollout controller (as `osmosis rollout init` scaffolds do)\n"
+        "uvicorn.run(\n"
+        f"    create_rollout_server(backend={backend}),\n"
+        '    host="0.0.0.0",\n'
+        '    port=int(os.environ.get("_OSMOSIS_ROLLOUT_PORT", "8000")),\n'
+        + keep_alive.replace("        ", "    ")
+        + ")\n"
+    )
+    serving = [_no_blank_indent(s) for s in cst.parse_module(text).body]
+    if guard is None:
+        return cst.If(
+            test=cst.parse_expression('__name__ == "__main__"'),
+            body=cst.IndentedBlock(body=serving),
+        )
+    assert isinstance(guard, cst.If)
+    stmts = _suite(guard.body)
+    if driver_name is None:
+        replaced = list(range(len(stmts)))  # the block ran the agent itself: all of it moved into run()
+    else:
+        replaced = [k for k, s in enumerate(stmts) if driver_name in name_counts(s)]
+    feeders = _feeders(stmts, set(replaced))
+    gone = set(replaced) | feeders
+    for k in gone:  # the imports only those lines used may go (`asyncio` of `asyncio.run(main())`, `sys`…)
+        fw.replaced.update(name_counts(stmts[k]))
+    carried: list[cst.EmptyLine] = []
+    new: list[cst.BaseStatement] = []
+    placed = False
+    for k, s in enumerate(stmts):
+        if k in gone:
+            if driver_name is not None:
+                carried.extend(_comments_of(s))
+            if not placed and k in replaced:
+                placed = True
+                new.append(None)  # type: ignore[arg-type]  # the serving lines go here
+            continue
+        new.append(s)
+    if not placed:
+        new.append(None)  # type: ignore[arg-type]
+    at = new.index(None)  # type: ignore[arg-type]
+    if carried:
+        serving[0] = serving[0].with_changes(leading_lines=[*carried, *serving[0].leading_lines])
+    new[at:at + 1] = serving
+    return guard.with_changes(body=guard.body.with_changes(body=new))
+
+
+def _no_blank_indent(stmt: cst.BaseStatement) -> cst.BaseStatement:
+    """Blank lines that do not carry their block's indentation (no trailing spaces once indented)."""
+    lines = [l.with_changes(indent=False) if l.comment is None else l for l in stmt.leading_lines]
+    return stmt.with_changes(leading_lines=lines)
+
+
+def _feeders(stmts: Sequence[cst.BaseStatement], callers: set[int]) -> set[int]:
+    """Statements of a block whose only purpose is to feed ``callers`` (``q = input()``, argparse setup)."""
+    bound: dict[int, set[str]] = {}
+    loads: dict[int, dict[str, int]] = {}
+    for k, s in enumerate(stmts):
+        loads[k] = name_counts(s)
+        names: set[str] = set()
+        if isinstance(s, cst.SimpleStatementLine):
+            for small in s.body:
+                if isinstance(small, (cst.Assign, cst.AnnAssign)):
+                    targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+                    for t in targets:
+                        if isinstance(t, cst.Name):
+                            names.add(t.value)
+        bound[k] = names
+    gone = set(callers)
+    feeders: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+        for k, s in enumerate(stmts):
+            if k in gone or k in feeders:
+                continue
+            names = bound[k]
+            if names:
+                readers = [j for j in range(len(stmts)) if j != k and names & (loads[j].keys() - bound[j])]
+                if readers and all(j in gone or j in feeders for j in readers):
+                    feeders.add(k)
+                    changed = True
+            elif isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1 and isinstance(s.body[0], cst.Expr):
+                heads = set(loads[k])
+                if heads and any(heads & bound[j] for j in feeders):
+                    # `parser.add_argument(...)` on a parser that only feeds the callers
+                    if all(any(h in bound[j] for j in feeders) or h in ("print",) for h in heads if h not in ("True", "False", "None")):
+                        feeders.add(k)
+                        changed = True
+    return feeders
 
 
 class _LeftoverMarker(cst.CSTTransformer):
-    """TODO above each statement that still builds a plain agent."""
+    """TODO above each statement that still builds a plain agent, saying why it was left."""
 
-    def __init__(self, fw: Framework) -> None:
+    def __init__(self, fw: Framework, model: "ModuleModel", plans: list[Plan], var: Optional[str]) -> None:
         self.fw = fw
+        self.model = model
+        self.plans = plans
+        self.var = var
         self.stack: list[bool] = []
+        self.scopes: list[str] = []
+        self.decorated_tool: list[bool] = []
         self.marked = False
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return not has_skip_marker(node)
+        if has_skip_marker(node):
+            return False
+        self.scopes.append(node.name.value)
+        self.decorated_tool.append(self.fw.is_tool_decorator(node))
+        return True
+
+    def leave_FunctionDef(self, original, updated):
+        self.scopes.pop()
+        self.decorated_tool.pop()
+        return updated
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return not has_skip_marker(node)
+        if has_skip_marker(node):
+            return False
+        self.scopes.append(node.name.value)
+        self.decorated_tool.append(False)
+        return True
+
+    def leave_ClassDef(self, original, updated):
+        self.scopes.pop()
+        self.decorated_tool.pop()
+        return updated
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         self.stack.append(False)
@@ -704,16 +1224,141 @@ class _LeftoverMarker(cst.CSTTransformer):
         if self.stack and self.fw.is_agent_ctor(node):
             self.stack[-1] = True
 
+    def reason(self, original: cst.SimpleStatementLine) -> str:
+        fw, model = self.fw, self.model
+        label = f"this plain {fw.label} agent stays as it is"
+        target = f"; to train it, build it inside an AgentWorkflow.run() as {fw.osmosis_agent[1]} with the rollout placeholder model"
+        if not self.scopes:
+            var = assigned_name(original)
+            users = [model.body[j] for j in model.users(var, skip=[model.agents.get(var, -1)])] if var else []
+            failed = [p.driver.name for p in self.plans if p.problems and var in p.deps]
+            if failed:
+                return f"{label}: it is used by {', '.join(f'`{n}`' for n in failed)}, which could not be migrated (see the TODO there){target}"
+            ext = model.external.get(var or "", [])
+            if ext:
+                return f"{label}: `{var}` is used by other modules ({', '.join(ext)}), which build or run it outside a rollout{target}"
+            if not users:
+                return f"{label}: `{var}` is not run anywhere in this module (nothing to wrap){target}"
+            names = ", ".join(_scope_name(u) for u in users[:3])
+            return f"{label}: `{var}` is also used by {names}, which is not a migrated workflow{target}"
+        scope = ".".join(self.scopes)
+        if self.decorated_tool and self.decorated_tool[0]:
+            return (f"{label}: the tool `{self.scopes[0]}` builds and runs its own agent; it runs inside a rollout only when "
+                    f"an agent calls it there — give it {fw.osmosis_agent[1]} with the placeholder model once every "
+                    "caller of the tool is a workflow")
+        top = self.scopes[0]
+        if top in model.classes:
+            return (f"{label}: it is built in `{scope}` and kept on an object; objects built outside a rollout cannot "
+                    f"register samples{target}")
+        failed = [p for p in self.plans if p.problems and p.driver.name == top]
+        if failed:
+            return f"{label}: `{top}` could not be migrated (see the TODO there)"
+        users = model.users(top, skip=[model.functions.get(top, -1)])
+        if users:
+            return (f"{label}: `{top}` builds it for callers that are not workflows "
+                    f"({', '.join(_scope_name(model.body[j]) for j in users[:3])}){target}")
+        return f"{label}: `{scope}` builds it but nothing in this module runs it{target}"
+
     def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
         flagged = self.stack.pop()
         if not flagged or has_skip_marker(original):
             return updated
-        reason = (
-            f"build this {self.fw.label} agent inside an AgentWorkflow.run() as {self.fw.osmosis_agent[1]} "
-            "with the rollout placeholder model (the migration could not move it safely)"
-        )
+        reason = ascii_reason(self.reason(original))
         self.fw.ctx.todo(self.fw.code[:3] + "91", original, reason)
         new = with_todo_comment(updated, self.fw.code[:3] + "91", reason)
         if new is not updated:
             self.marked = True
         return new
+
+
+def _scope_name(stmt: cst.CSTNode) -> str:
+    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+        return f"`{stmt.name.value}`"
+    if is_main_guard(stmt):
+        return "the `__main__` block"
+    return f"`{code(stmt, 40)}`"
+
+
+def _module_todos(module: cst.Module, fw: Framework, created: list[tuple[str, cst.CSTNode]]) -> cst.Module:
+    """A module with several workflows, or a workflow and no grader, gets a TODO above its (first new) workflow."""
+    table = fw.table
+    workflows = [s for s in module.body if isinstance(s, cst.ClassDef) and _is_workflow_class(s, table)]
+    graders = [s for s in module.body if isinstance(s, cst.ClassDef) and _is_grader_class(s, table)]
+    if not created and not workflows:
+        return module
+    code_ = fw.code[:3]
+    names = [w.name.value for w in workflows]
+    body = list(module.body)
+    targets = [w for w in workflows if w.name.value in {c for c, _ in created}] or workflows
+    if not targets:
+        return module
+    first = body.index(targets[0])
+    reasons: list[tuple[str, str]] = []
+    if len(workflows) > 1:
+        reasons.append((code_ + "94", f"this module now defines {len(workflows)} workflows "
+                        f"({', '.join(f'`{n}`' for n in names)}): "
+                        "discovery needs exactly one AgentWorkflow per entrypoint module — keep one here and move "
+                        "the others to their own modules"))
+    if created and not graders:
+        if fw.target.startswith("0.3"):
+            how = "`ctx.sample` (its `messages`) and `ctx.set_reward(value)`"
+        else:
+            how = "`ctx.samples` (each sample's `messages`) and `ctx.set_sample_reward(sample_id, value)`"
+        reasons.append((code_ + "95", f"no Grader in this module: add `class …Grader(Grader)` whose `async def "
+                        f"grade(self, ctx: GraderContext)` scores the rollout from `ctx.label` (the dataset's ground "
+                        f"truth), `ctx.metadata` and {how}, and pass it to LocalBackend(grader=…)"))
+    stmt = body[first]
+    reasons = [(c, ascii_reason(r)) for c, r in reasons]
+    origin = next((o for name, o in created if name == targets[0].name.value), None)
+    for c, reason in reasons:
+        stmt = with_todo_comment(stmt, c, reason)
+        fw.ctx.todo(c, origin, reason)
+    body[first] = stmt
+    return module.with_changes(body=body)
+
+
+def fw_finish(module: cst.Module, fw: Framework) -> cst.Module:
+    """Framework hook (e.g. module-level models), the prompt helper, then the imports."""
+    finish = getattr(fw, "finish", None)
+    if finish is not None:
+        module = finish(module)
+    if getattr(fw, "prompt_text_needed", False):
+        module = _add_prompt_helper(module)
+    if fw.needed:
+        module = add_imports(module, fw.needed)
+    if fw.replaced:
+        module, removed = remove_unused_imports(module, fw.replaced)
+        for name in removed:
+            fw.ctx.edit(fw.code[:3] + "04", None, f"removed unused import `{name}`")
+        if removed and module.body and not module.header:
+            # an import removed from the very top leaves no blank line at the start of the file
+            first = module.body[0]
+            lines = list(first.leading_lines)
+            while lines and lines[0].comment is None:
+                lines.pop(0)
+            if len(lines) != len(first.leading_lines):
+                module = module.with_changes(body=[first.with_changes(leading_lines=lines), *module.body[1:]])
+    return module
+
+
+def _add_prompt_helper(module: cst.Module) -> cst.Module:
+    """Generate ``_prompt_text`` into the module (once) before its first class or function."""
+    body = list(module.body)
+    if any(isinstance(s, cst.FunctionDef) and s.name.value == PROMPT_TEXT for s in body):
+        return module
+    helper = cst.parse_module(PROMPT_TEXT_HELPER).body[0]
+    at = next((i for i, s in enumerate(body) if isinstance(s, (cst.FunctionDef, cst.ClassDef)) or (
+        isinstance(s, cst.SimpleStatementLine) and assigned_name(s) is None and not _is_import_stmt(s)
+        and not _is_docstring(s))), len(body))
+    # after the imports at least
+    last_import = max((i for i, s in enumerate(body) if _is_import_stmt(s)), default=-1)
+    at = max(at, last_import + 1)
+    helper = _with_blank_lines(helper.with_changes(leading_lines=[]))
+    body.insert(at, helper)
+    if at + 1 < len(body):
+        body[at + 1] = _with_blank_lines(body[at + 1])
+    return module.with_changes(body=body)
+
+
+def _is_import_stmt(stmt: cst.CSTNode) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)

@@ -1,27 +1,41 @@
 """``openai-agent`` (OM200): plain OpenAI Agents SDK code → ``OsmosisAgent`` + ``OsmosisMemorySession`` in an
 ``AgentWorkflow``.
 
-The four steps of seeds/openai-agents-integration.md ("Migrating from OpenAI Agents SDK"):
+The four steps of seeds/openai-agents-integration.md ("Migrating from OpenAI Agents SDK"), made safe by the
+program model (:mod:`codemods.analysis.program`; the shared emitter is :mod:`codemods.wrap`):
 
-1. ``Agent(…)`` → ``OsmosisAgent(…)`` (OM202), imports updated (OM204);
-2. a fixed model (a string, a variable holding one, a ``LitellmModel(...)``/``OpenAIChatCompletionsModel(...)``
-   object, or no model — the SDK default is a fixed model too) → ``OsmosisRolloutModel()``; sampling settings stay
-   in ``ModelSettings`` (OM202);
-3. each ``Runner.run``/``Runner.run_sync`` gets its own ``OsmosisMemorySession(name=…)``, created just before the
-   run (names distinct within a workflow: the agent variable, then ``_2``, ``_3``…) (OM205);
-4. the runner is wrapped in ``AgentWorkflow.run()`` with ``ctx.prompt`` as its input (OM203).
+1. ``Agent(…)`` / ``Agent[Ctx](…)`` → ``OsmosisAgent(…)`` (OM202), imports updated (OM204);
+2. whatever the model was — a string, a variable or module-level name holding one, a ``LitellmModel(...)`` /
+   ``OpenAIChatCompletionsModel(...)`` object, or none (the SDK default is a fixed model too) — it becomes
+   ``OsmosisRolloutModel()``; sampling settings stay in ``ModelSettings`` (OM202; a module-level model variable
+   only migrated agents use becomes the placeholder where it is, OM201); a ``RunConfig(model=…)`` that would
+   override it loses that argument;
+3. sessions, one per sample (OM206): each run gets ``OsmosisMemorySession(name="<agent>")`` created once before it
+   (names distinct: ``agent``, ``agent_2``…); a run in a loop or a nested function a fresh unnamed one per pass; a
+   resumed ``RunState`` keeps the session of the run it continues; a session object of the program
+   (``SQLiteSession(...)``) becomes the ``OsmosisMemorySession``; with ``--target 0.3`` (one sample per rollout,
+   unnamed sessions) a workflow that needs more than one session is not migrated;
+4. the runner is wrapped in ``AgentWorkflow.run()`` (OM203); only the program's input becomes ``ctx.prompt`` (OM205:
+   ``run_sync`` → awaited ``run``; ``run_streamed`` keeps its stream, consumed inside ``run()``; ``asyncio.gather``
+   keeps its awaitables).
 
-TODOs: OM290 driver not wrappable, OM291 plain agent left, OM292 argument to check.
+TODOs: OM290 driver not migrated (the reason named), OM291 plain agent left (why), OM294 several workflows in one
+module, OM295 no grader.
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
+from codemods.analysis.body import RunShape, RunSite, code
+from codemods.analysis.program import CtorPlan, RunPlan, SessionPlan
 from codemods.base import ImportTable, Rule, RuleContext
-from codemods.wrap import CTX_PROMPT, Framework, kwarg, migrate_module, with_kwarg
+from codemods.wrap import CTX_PROMPT, Framework, kwarg, migrate_module, with_kwarg, without_kwarg
+
+if TYPE_CHECKING:
+    from codemods.analysis.program import _Planner
 
 OAI_MOD = "osmosis_ai.rollout.integrations.agents.openai_agents"
 AGENT_CTORS = ("agents.Agent", "agents.agent.Agent")
@@ -29,6 +43,12 @@ RUNNER_RUN = ("agents.Runner.run", "agents.run.Runner.run")
 RUNNER_SYNC = ("agents.Runner.run_sync", "agents.run.Runner.run_sync")
 RUNNER_STREAMED = ("agents.Runner.run_streamed", "agents.run.Runner.run_streamed")
 PLACEHOLDER = (f"{OAI_MOD}.OsmosisRolloutModel",)
+TOOL_DECORATORS = (
+    "agents.function_tool", "agents.tool.function_tool", "agents.decorators.tool", "agents.tool",
+    "agents.input_guardrail", "agents.output_guardrail", "agents.guardrail.input_guardrail",
+    "agents.guardrail.output_guardrail", "agents.decorators.input_guardrail", "agents.decorators.output_guardrail",
+    "agents.tool_input_guardrail", "agents.tool_output_guardrail",
+)
 
 
 class OpenAIFramework(Framework):
@@ -36,75 +56,243 @@ class OpenAIFramework(Framework):
     agent_ctors = AGENT_CTORS
     osmosis_agent = (OAI_MOD, "OsmosisAgent")
     label = "OpenAI Agents"
+    tool_decorators = TOOL_DECORATORS
 
-    def begin_body(self) -> None:
-        super().begin_body()
-        self.session_vars: set[str] = set()
-        self.session_names: set[str] = set()
+    def run_heads(self) -> set[str]:
+        heads = set(self.table.local_names_for("agents.Runner")) | set(self.table.local_names_for("agents.run.Runner"))
+        heads |= {local for local, mod in self.table.modules.items() if mod in ("agents", "agents.run")}
+        if "agents" in self.table.stars:
+            heads.add("Runner")
+        return heads
+
+    # -- recognisers
+    def run_shape(self, call: cst.Call, agents: set[str]) -> Optional[RunShape]:
+        matched = self.table.matches(call.func, (*RUNNER_RUN, *RUNNER_SYNC, *RUNNER_STREAMED))
+        if matched is None:
+            return None
+        method = matched.rsplit(".", 1)[-1]
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        agent_arg = positional[0] if positional else kwarg(call, "starting_agent")
+        input_arg = positional[1] if len(positional) > 1 else kwarg(call, "input")
+        if agent_arg is None:
+            return None
+        session = kwarg(call, "session")
+        run_config = kwarg(call, "run_config")
+        return RunShape(
+            agent=agent_arg.value, method=method, input_arg=input_arg,
+            session=session.value if session is not None else None,
+            run_config=run_config.value if run_config is not None else None,
+            is_async_call=method == "run", is_stream=method == "run_streamed",
+        )
+
+    def is_session_ctor(self, call: cst.Call) -> bool:
+        resolved = self.table.resolve(call.func) or ""
+        return (resolved.startswith("agents.") and resolved.endswith("Session")) and "Osmosis" not in resolved
+
+    def model_kind(self, call: cst.Call) -> Optional[str]:
+        resolved = self.table.resolve(call.func) or ""
+        if resolved in PLACEHOLDER or (isinstance(call.func, cst.Name) and call.func.value == "OsmosisRolloutModel"):
+            return "placeholder"
+        last = resolved.rsplit(".", 1)[-1]
+        if resolved.startswith("agents.") and last.endswith("Model") and last not in ("Model",):
+            return "model"
+        return None
+
+    # -- planning
+    def plan_model(self, ctor: cst.Call, planner: "_Planner", nested: Optional[str]):
+        arg = kwarg(ctor, "model")
+        if arg is None:
+            return CtorPlan(model=self._placeholder(), model_note="none (the SDK default)"), "", []
+        value = arg.value
+        if isinstance(value, cst.Call) and self.model_kind(value) == "placeholder":
+            return CtorPlan(), "", []
+        if isinstance(value, cst.Name):
+            resolved = planner.resolve_local(value.value)
+            if resolved is not None and resolved[0] == "module" and isinstance(resolved[1], cst.Call) \
+                    and self.model_kind(resolved[1]) == "placeholder":
+                return CtorPlan(), "", []
+            if resolved is not None and resolved[0] == "module" and isinstance(resolved[1], cst.Call) \
+                    and value.value in planner.m.models:
+                fallback, problem, gone = self.module_model_value(resolved[1])
+                return CtorPlan(module_var=value.value, fallback=fallback, model_note=f"`{value.value}`"), problem, gone
+        if isinstance(value, cst.Call):
+            self.note_replaced(value.func)
+        return CtorPlan(model=self._placeholder(), model_note=f"`{code(value, 40)}`"), "", [value]
+
+    def module_model_value(self, call: cst.Call) -> tuple[Optional[cst.BaseExpression], str, list]:
+        """A module-level model object → the placeholder (OpenAI Agents models carry no sampling settings)."""
+        self.note_replaced(call.func)
+        return self._placeholder(), "", [call]
 
     def _placeholder(self) -> cst.Call:
-        self.needed.append((OAI_MOD, "OsmosisRolloutModel"))
+        self.need(OAI_MOD, "OsmosisRolloutModel")
         return cst.Call(func=cst.Name("OsmosisRolloutModel"))
 
-    def fix_model(self, call: cst.Call) -> cst.Call:
-        arg = kwarg(call, "model")
-        if arg is None:
-            return with_kwarg(call, "model", self._placeholder())
-        value = arg.value
-        if isinstance(value, cst.Call):
-            if self.table.matches(value.func, PLACEHOLDER) or (
-                isinstance(value.func, cst.Name) and value.func.value == "OsmosisRolloutModel"
-            ):
-                return call
-            self.note_replaced(value.func)
-        return with_kwarg(call, "model", self._placeholder())
-
-    def run_site_agent(self, call: cst.Call, agents: set[str]) -> Optional[cst.BaseExpression]:
-        if self.table.matches(call.func, (*RUNNER_RUN, *RUNNER_SYNC, *RUNNER_STREAMED)) is None:
+    def plan_run(self, run: RunSite, rp: RunPlan, planner: "_Planner") -> Optional[str]:
+        shape = run.shape
+        who = run.agent or code(shape.agent)
+        if shape.method == "run_sync":
+            if run.nested and not run.nested_async:
+                return f"it runs `{who}` with Runner.run_sync inside the nested function `{run.nested}`"
+            rp.method = "run"
+            rp.await_it = True
+        elif shape.method == "run" and run.in_asyncio_run and (not run.nested or run.nested_async):
+            rp.await_it = True  # asyncio.run(Runner.run(...)) inside run(): awaited
+        # a RunConfig that sets the model would override the rollout placeholder
+        if shape.run_config is not None:
+            cfg = shape.run_config
+            if isinstance(cfg, cst.Name):
+                resolved = planner.resolve_local(cfg.value)
+                cfg = resolved[1] if resolved is not None else None
+            if not isinstance(cfg, cst.Call):
+                return f"it runs `{who}` with `run_config={code(shape.run_config)}`, which the migration cannot read"
+            if kwarg(cfg, "model") is not None:
+                if cfg is shape.run_config:
+                    rp.drop_run_config_model = True
+                else:
+                    return (f"its run config `{code(shape.run_config)}` sets `model=`, which would replace the rollout "
+                            "placeholder model: remove it")
+        p = planner.p
+        if shape.session is not None:
+            return self._user_session(run, rp, planner)
+        resumed = self._resumed_from(run, planner)
+        if resumed is not None:
+            rp.session = resumed
             return None
-        session = kwarg(call, "session")
-        if session is not None and isinstance(session.value, cst.Name) and session.value.value in self.session_vars:
-            return None
-        if call.args and call.args[0].keyword is None:
-            return call.args[0].value
-        start = kwarg(call, "starting_agent")
-        return start.value if start is not None else None
-
-    def rewrite_run_site(self, call: cst.Call, agent_var: str):
-        if self.table.matches(call.func, RUNNER_STREAMED):
-            return call, [], "streams its run (Runner.run_streamed): wrap it by hand"
-        session = kwarg(call, "session")
-        if session is not None:
-            return call, [], "passes its own session: replace it with an OsmosisMemorySession by hand"
-        func = call.func
-        if self.table.matches(func, RUNNER_SYNC) and isinstance(func, cst.Attribute):
-            func = func.with_changes(attr=cst.Name("run"))
-        name = agent_var
+        base = run.agent or "agent"
+        taken = {sp.var for sp in p.sessions} | set(planner.p.facts.stores) | set(planner.p.facts.loads)
+        var = f"{base}_session"
         n = 2
-        while name in self.session_names:
-            name = f"{agent_var}_{n}"
+        while var in taken:
+            var = f"{base}_{n}_session"
             n += 1
-        self.session_names.add(name)
-        var = f"{name}_session"
-        self.session_vars.add(var)
-        self.needed.append((OAI_MOD, "OsmosisMemorySession"))
-        kept = [a for a in call.args[2:] if a.keyword is not None and a.keyword.value not in ("input", "starting_agent")]
-        args = [
-            cst.Arg(cst.Name(agent_var), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
-            cst.Arg(CTX_PROMPT, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
-            *[a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for a in kept],
-            cst.Arg(keyword=cst.Name("session"), value=cst.Name(var), equal=cst.AssignEqual(
-                whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))),
-        ]
-        new_call = cst.Call(func=func, args=args)
-        before = cst.SimpleStatementLine(body=[cst.Assign(
-            targets=[cst.AssignTarget(cst.Name(var))],
-            value=cst.Call(func=cst.Name("OsmosisMemorySession"), args=[cst.Arg(
-                keyword=cst.Name("name"), value=cst.SimpleString(f'"{name}"'),
-                equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
-            )]),
+        if run.in_loop or run.nested:
+            name = None  # a fresh session each pass: each pass is its own sample, never the same name twice
+        else:
+            names = {sp.name for sp in p.sessions}
+            name = base
+            n = 2
+            while name in names:
+                name = f"{base}_{n}"
+                n += 1
+        p.sessions.append(SessionPlan(var=var, name=name, before=run.stmt))
+        rp.session = var
+        return None
+
+    def _user_session(self, run: RunSite, rp: RunPlan, planner: "_Planner") -> Optional[str]:
+        """The program passes its own session: the object becomes an OsmosisMemorySession where it is built."""
+        p = planner.p
+        sess = run.shape.session
+        assert sess is not None
+        if isinstance(sess, cst.Call) and self.is_session_ctor(sess):
+            if any(sp.replaces is sess for sp in p.sessions):
+                return None
+            name = None if (run.in_loop or run.nested) else (run.agent or "session")
+            p.sessions.append(SessionPlan(var="", name=name, before=None, replaces=sess))
+            return None
+        if not isinstance(sess, cst.Name):
+            return f"it passes `session={code(sess)}`, which the migration cannot trace"
+        if any(sp.var == sess.value for sp in p.sessions):
+            return None
+        stores = p.facts.stores.get(sess.value, [])
+        if len(stores) == 1 and stores[0].simple and isinstance(stores[0].value, cst.Call) \
+                and self.is_session_ctor(stores[0].value):
+            name = None if stores[0].in_loop or stores[0].nested else sess.value
+            p.sessions.append(SessionPlan(var=sess.value, name=name, before=None, replaces=stores[0].value))
+            return None
+        if not stores and sess.value in planner.m.sessions:
+            return (f"it passes the module-level session `{sess.value}`: a rollout's session must be built inside "
+                    "run() — build an OsmosisMemorySession there by hand")
+        return f"it passes `session={sess.value}`, which is not a session object built here"
+
+    def _resumed_from(self, run: RunSite, planner: "_Planner") -> Optional[str]:
+        """The session of the run a ``RunState`` input continues (``state = result.to_state()``)."""
+        inp = run.shape.input_arg.value if run.shape.input_arg is not None else None
+        if not isinstance(inp, cst.Name):
+            return None
+        for a in planner.p.facts.stores.get(inp.value, ()):
+            v = a.value
+            if isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value == "to_state" \
+                    and isinstance(v.func.value, cst.Name):
+                result_var = v.func.value.value
+                for other in planner.p.facts.runs:
+                    if other is run:
+                        continue
+                    if _assigns(other.stmt, result_var):
+                        rp = planner.p.runs.get(id(other.call))
+                        if rp is not None and rp.session:
+                            return rp.session
+        return None
+
+    def plan_samples(self, planner: "_Planner") -> Optional[str]:
+        p = planner.p
+        if not self.target.startswith("0.3"):
+            return None
+        vars_ = [sp.var or "session" for sp in p.sessions]
+        looped = [sp for sp in p.sessions if sp.name is None]
+        if len(p.sessions) > 1 or looped:
+            what = f"{len(p.sessions)} sessions ({', '.join(f'`{v}`' for v in vars_)})" if len(p.sessions) > 1 \
+                else "a session per pass of a loop"
+            return (f"osmosis-ai 0.3 keeps one sample per rollout, and this workflow needs {what}: choose the run "
+                    "whose conversation is the sample, give only it an OsmosisMemorySession()")
+        return None
+
+    # -- writing
+    def write_run(self, call: cst.Call, run: RunSite, rp: RunPlan, text: Optional[str]) -> cst.BaseExpression:
+        original = run.call
+        new = call
+        if rp.method is not None and isinstance(new.func, cst.Attribute):
+            new = new.with_changes(func=new.func.with_changes(attr=cst.Name(rp.method)))
+        if rp.input == "prompt" and run.shape.input_arg is not None:
+            idx = list(original.args).index(run.shape.input_arg)
+            args = list(new.args)
+            args[idx] = args[idx].with_changes(value=CTX_PROMPT)
+            new = new.with_changes(args=args)
+        if rp.drop_run_config_model:
+            cfg_arg = kwarg(new, "run_config")
+            if cfg_arg is not None and isinstance(cfg_arg.value, cst.Call):
+                new = with_kwarg(new, "run_config", without_kwarg(cfg_arg.value, "model"))
+        if rp.session and kwarg(new, "session") is None:
+            new = with_kwarg(new, "session", cst.Name(rp.session))
+        what = "run" + (" (Runner.run_sync → awaited Runner.run)" if rp.method == "run" else "")
+        detail = {"prompt": "with the rollout prompt", "sub": "with the prompt's text in its template",
+                  "keep": "input kept"}.get(rp.input, "")
+        self.ctx.edit("OM205", self.where, f"{what} of `{run.agent or code(run.shape.agent)}` {detail}"
+                      + (f", session `{rp.session}`" if rp.session else ""))
+        return cst.Await(expression=new) if rp.await_it else new
+
+    def write_ctor(self, call: cst.Call, plan: CtorPlan) -> cst.Call:
+        new = super().write_ctor(call, plan)
+        note = f" (model: {plan.model_note} → OsmosisRolloutModel())" if plan.model is not None and plan.model_note else ""
+        self.ctx.edit("OM202", self.where, f"OpenAI Agents Agent → OsmosisAgent{note}")
+        return new
+
+    def session_ctor(self, sp: SessionPlan) -> cst.Call:
+        self.need(OAI_MOD, "OsmosisMemorySession")
+        if sp.name is None or self.target.startswith("0.3"):
+            return cst.Call(func=cst.Name("OsmosisMemorySession"))
+        return cst.Call(func=cst.Name("OsmosisMemorySession"), args=[cst.Arg(
+            keyword=cst.Name("name"), value=cst.SimpleString(f'"{sp.name}"'),
+            equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
         )])
-        return cst.Await(expression=new_call), [before], None
+
+    def session_stmt(self, sp: SessionPlan) -> cst.SimpleStatementLine:
+        what = f'named "{sp.name}"' if sp.name and not self.target.startswith("0.3") else "a fresh one each pass" if sp.name is None else "one per rollout"
+        self.ctx.edit("OM206", self.where, f"session `{sp.var}` for the rollout sample ({what})")
+        return cst.SimpleStatementLine(body=[cst.Assign(
+            targets=[cst.AssignTarget(cst.Name(sp.var))], value=self.session_ctor(sp))])
+
+
+def _assigns(stmt: cst.CSTNode, var: str) -> bool:
+    if isinstance(stmt, cst.SimpleStatementLine):
+        for small in stmt.body:
+            if isinstance(small, cst.Assign):
+                for t in small.targets:
+                    if isinstance(t.target, cst.Name) and t.target.value == var:
+                        return True
+            if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.target.value == var:
+                return True
+    return False
 
 
 class OpenAIAgentRule(Rule):

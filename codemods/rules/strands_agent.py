@@ -1,30 +1,47 @@
 """``strands-agent`` (OM100): plain ``strands.Agent`` code → ``OsmosisStrandsAgent`` in an ``AgentWorkflow``.
 
-The four steps of the Strands migration guide (seeds/strands-integration.md, "Migrating from StrandsAgent"):
+The four steps of the Strands migration guide (seeds/strands-integration.md, "Migrating from StrandsAgent"), made
+safe by the program model (:mod:`codemods.analysis.program`; the shared emitter is :mod:`codemods.wrap`):
 
-1. imports: ``from strands import Agent`` / ``LiteLLMModel`` go when unused; the Osmosis names are added once;
-2. ``LiteLLMModel(model_id=…, params={…}, temperature=…)`` → ``OsmosisRolloutModel(params={…})``: the model id
-   (and ``client_args``: the cluster owns the endpoint) dropped, sampling kwargs merged into ``params`` (OM101);
-3. ``Agent(…)`` → ``OsmosisStrandsAgent(…)``, other arguments untouched; a missing or fixed (string) model becomes
-   ``OsmosisRolloutModel()`` because only the placeholder registers the agent's sample (OM102);
-4. the agent is built per rollout inside ``AgentWorkflow.run()`` with ``messages=ctx.prompt``, and run with
-   ``await agent.invoke_async()`` — sync ``agent(...)`` calls become awaited ``invoke_async()`` (OM103/OM105).
+1. imports: ``from strands import Agent`` / the model classes go when unused; the Osmosis names are added once;
+2. the model → ``OsmosisRolloutModel(params={…})`` (OM101): ``LiteLLMModel`` and the hosted model classes
+   (``BedrockModel``, ``OpenAIModel``, ``AnthropicModel``, ``OllamaModel``, ``MistralModel``, ``WriterModel``,
+   ``LlamaAPIModel``, ``GeminiModel``, ``LlamaCppModel``, ``SageMakerAIModel``, and any other ``…Model`` class)
+   lose what only addressed their provider (model id, client arguments, region, host, streaming) and carry their
+   sampling settings (``temperature``, ``max_tokens``, ``top_p``, ``stop_sequences`` → ``stop``, a ``params`` dict…)
+   into ``params`` — also when the model comes through a local variable or a module-level name (a module-level
+   model only migrated agents use becomes the placeholder where it is). A setting with no equivalent
+   (``guardrail_id``, ``cache_prompt``, ``additional_request_fields``…) means the agent is not migrated (OM190
+   names them). A missing or string model (Strands' default is Bedrock) becomes ``OsmosisRolloutModel()``;
+3. ``Agent(…)`` → ``OsmosisStrandsAgent(…)`` (OM102), other arguments untouched;
+4. the agent is built per rollout inside ``AgentWorkflow.run()`` (OM103): the run that takes the program's input
+   starts from ``messages=ctx.prompt`` (or, when it is not the agent's first run, takes the prompt's text); every
+   other input (a template around the input, a previous agent's output) is kept; sync calls become awaited
+   ``invoke_async()``, ``structured_output`` → ``structured_output_async`` (OM105); ``stream_async`` keeps its
+   stream. Each ``OsmosisStrandsAgent`` registers one sample, so an agent with a fixed ``name=`` built in a loop, or
+   (``--target 0.3``: one sample per rollout) more than one agent, means no migration.
 
-Codes: OM101 model, OM102 agent class, OM103 wrapping, OM104 imports, OM105 run sites;
-TODOs: OM190 driver not wrappable, OM191 plain agent left, OM192 argument to check, OM193 model left.
+TODOs: OM190 driver not migrated (the reason named), OM191 plain agent left (why), OM193 model left, OM194 several
+workflows in one module, OM195 no grader.
 """
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from codemods.base import ImportTable, Rule, RuleContext, has_skip_marker, with_todo_comment
-from codemods.wrap import CTX_PROMPT, Framework, _is_workflow_class, kwarg, migrate_module, with_kwarg
+from codemods.analysis.body import RunShape, RunSite, code, is_string
+from codemods.analysis.program import CtorPlan, RunPlan
+from codemods.base import ImportTable, Rule, RuleContext
+from codemods.wrap import Framework, kwarg, migrate_module, prompt_text_expr, without_kwarg
+
+if TYPE_CHECKING:
+    from codemods.analysis.program import _Planner
 
 STRANDS_MOD = "osmosis_ai.rollout.integrations.agents.strands"
 AGENT_CTORS = ("strands.Agent", "strands.agent.Agent", "strands.agent.agent.Agent")
+GROUP_CTORS = ("strands.multiagent.Swarm", "strands.multiagent.swarm.Swarm")
 LITELLM = ("strands.models.litellm.LiteLLMModel", "strands.models.LiteLLMModel")
 PLACEHOLDERS = (
     f"{STRANDS_MOD}.OsmosisRolloutModel",
@@ -32,14 +49,21 @@ PLACEHOLDERS = (
     "osmosis_ai.rollout.integrations.OsmosisRolloutModel",
     "osmosis_ai.rollout.integrations.agents.OsmosisRolloutModel",
 )
-# LiteLLMModel keyword arguments that are not sampling parameters
-NOT_PARAMS = {"model_id", "client_args", "params"}
+TOOL_DECORATORS = ("strands.tool", "strands.tools.tool", "strands.tools.decorator.tool")
+RUN_METHODS = ("invoke_async", "stream_async", "structured_output", "structured_output_async")
 
-
-def placeholder_call(params: Optional[cst.BaseExpression] = None) -> cst.Call:
-    args = [] if params is None else [cst.Arg(keyword=cst.Name("params"), value=params, equal=cst.AssignEqual(
-        whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))]
-    return cst.Call(func=cst.Name("OsmosisRolloutModel"), args=args)
+# What a model constructor's keyword arguments become in ``OsmosisRolloutModel(params={...})``:
+CONNECTION = {  # address the provider: the training cluster serves the policy instead
+    "model_id", "client_args", "region_name", "boto_session", "boto_client_config", "endpoint_url", "host",
+    "base_url", "api_key", "api_base", "streaming", "stream", "keep_alive", "client", "timeout", "ollama_client_args",
+    "endpoint_config", "stream_options", "use_native_token_count", "include_tool_result_status",
+}
+SAMPLING = {  # sampling settings LiteLLM takes under the same name
+    "temperature", "max_tokens", "top_p", "top_k", "stop", "seed", "frequency_penalty", "presence_penalty",
+    "max_completion_tokens", "n", "logit_bias", "response_format", "reasoning_effort",
+}
+RENAMED = {"stop_sequences": "stop", "max_output_tokens": "max_tokens", "maxTokens": "max_tokens"}
+PARAM_DICTS = {"params", "payload_config"}  # dicts of request parameters (merged key by key when literal)
 
 
 class StrandsFramework(Framework):
@@ -47,122 +71,284 @@ class StrandsFramework(Framework):
     agent_ctors = AGENT_CTORS
     osmosis_agent = (STRANDS_MOD, "OsmosisStrandsAgent")
     label = "Strands"
+    tool_decorators = TOOL_DECORATORS
 
-    def is_litellm(self, call: cst.Call) -> bool:
-        return self.table.matches(call.func, LITELLM) is not None
+    # -- recognisers
+    def is_group_ctor(self, call: cst.Call) -> bool:
+        return self.table.matches(call.func, GROUP_CTORS) is not None
 
-    def is_placeholder(self, expr: cst.BaseExpression) -> bool:
-        return isinstance(expr, cst.Call) and (
-            self.table.matches(expr.func, PLACEHOLDERS) is not None
-            or (isinstance(expr.func, cst.Name) and expr.func.value == "OsmosisRolloutModel")
-        )
-
-    def convert_litellm(self, call: cst.Call) -> cst.Call | None:
-        """``LiteLLMModel(...)`` → ``OsmosisRolloutModel(params={...})``; None when it cannot be done safely."""
-        params_arg = kwarg(call, "params")
-        extra: list[cst.Arg] = []
-        for arg in call.args:
-            if arg.star or arg.keyword is None:
-                return None  # positional client_args or **splat: cannot tell what is inside
-            if arg.keyword.value not in NOT_PARAMS:
-                extra.append(arg)
-        elements: list[cst.BaseDictElement] = []
-        params: Optional[cst.BaseExpression] = None
-        if params_arg is not None:
-            if isinstance(params_arg.value, cst.Dict):
-                elements = list(params_arg.value.elements)
-            else:
-                elements = [cst.StarredDictElement(value=params_arg.value)]
-        for arg in extra:
-            elements.append(cst.DictElement(key=cst.SimpleString(f'"{arg.keyword.value}"'), value=arg.value))
-        if elements:
-            if params_arg is not None and isinstance(params_arg.value, cst.Dict) and not extra:
-                params = params_arg.value  # keep the user's dict (layout, comments) as it was
-            elif params_arg is not None and not isinstance(params_arg.value, cst.Dict) and not extra:
-                params = params_arg.value
-            else:
-                fixed = []
-                for j, el in enumerate(elements):
-                    last = j == len(elements) - 1
-                    fixed.append(el.with_changes(
-                        comma=cst.MaybeSentinel.DEFAULT if last else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-                    ))
-                params = cst.Dict(elements=fixed)
-        self.note_replaced(call.func)
-        self.needed.append((STRANDS_MOD, "OsmosisRolloutModel"))
-        dropped = [a.keyword.value for a in call.args if a.keyword is not None and a.keyword.value in ("model_id", "client_args")]
-        msg = "LiteLLMModel → OsmosisRolloutModel"
-        if dropped:
-            msg += f" ({', '.join(dropped)} dropped: the training cluster serves the policy)"
-        if extra:
-            msg += f"; {', '.join(a.keyword.value for a in extra)} moved into params"
-        self.ctx.edit("OM101", self.where or call, msg)
-        return placeholder_call(params)
-
-    def convert_call(self, call: cst.Call) -> Optional[cst.BaseExpression]:
-        if self.is_litellm(call):
-            new = self.convert_litellm(call)
-            if new is None:
-                self.stmt_todos.append(
-                    "replace this LiteLLMModel with OsmosisRolloutModel(params={...sampling kwargs...}) by hand "
-                    "(positional or ** arguments)"
-                )
-            return new
+    def model_kind(self, call: cst.Call) -> Optional[str]:
+        if self.table.matches(call.func, PLACEHOLDERS) is not None or (
+            isinstance(call.func, cst.Name) and call.func.value == "OsmosisRolloutModel"
+        ):
+            return "placeholder"
+        if self.table.matches(call.func, LITELLM) is not None:
+            return "litellm"
+        resolved = self.table.resolve(call.func) or ""
+        last = resolved.rsplit(".", 1)[-1]
+        if (resolved.startswith("strands.models") or resolved.startswith("strands_")) and last.endswith("Model") \
+                and last != "Model":
+            return "hosted"
         return None
 
-    def fix_model(self, call: cst.Call) -> cst.Call:
-        arg = kwarg(call, "model")
-        value = arg.value if arg is not None else None
-        if value is None or isinstance(value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
-            # no model (Strands' default: Bedrock) or a fixed model id: the rollout placeholder instead
-            self.needed.append((STRANDS_MOD, "OsmosisRolloutModel"))
-            return with_kwarg(call, "model", placeholder_call())
-        if isinstance(value, cst.Call):
-            if self.is_placeholder(value) or self.is_litellm(value):
-                return call  # LiteLLMModel(...) is converted on its own (convert_call)
-            self.stmt_todos.append(
-                f"`{cst.Module([]).code_for_node(value.func)}` is not the rollout placeholder: use "
-                "model=OsmosisRolloutModel(params={...}) so the agent's sample is collected"
-            )
-            return call
-        # a variable: fine when it holds a LiteLLMModel/OsmosisRolloutModel (converted where it is assigned)
-        return call
+    def run_heads(self) -> set[str]:
+        return self.ctor_heads()
 
-    def add_prompt(self, call: cst.Call) -> cst.Call:
-        arg = kwarg(call, "messages")
-        if arg is None:
-            return with_kwarg(call, "messages", CTX_PROMPT)
-        if not (isinstance(arg.value, cst.Attribute) and cst.Module([]).code_for_node(arg.value) == "ctx.prompt"):
-            self.stmt_todos.append(
-                "this agent starts from its own `messages`; the rollout's prompt is ctx.prompt — merge them by hand"
-            )
-        return call
-
-    def run_site_agent(self, call: cst.Call, agents: set[str]) -> Optional[cst.BaseExpression]:
+    def run_shape(self, call: cst.Call, agents: set[str]) -> Optional[RunShape]:
         func = call.func
         if isinstance(func, cst.Name) and func.value in agents:
-            return func
+            return RunShape(agent=func, method="call", input_arg=_prompt_arg(call, 0))
         if (
             isinstance(func, cst.Attribute)
             and isinstance(func.value, cst.Name)
             and func.value.value in agents
-            and func.attr.value in ("invoke_async", "stream_async", "structured_output", "structured_output_async")
+            and func.attr.value in RUN_METHODS
         ):
-            return func.value
+            method = func.attr.value
+            first = 1 if method.startswith("structured_output") else 0
+            return RunShape(agent=func.value, method=method, input_arg=_prompt_arg(call, first),
+                            is_async_call=method.endswith("_async") and method != "stream_async",
+                            is_stream=method == "stream_async")
         return None
 
-    def rewrite_run_site(self, call: cst.Call, agent_var: str):
-        func = call.func
-        if isinstance(func, cst.Attribute) and func.attr.value != "invoke_async":
-            return call, [], f"uses `{agent_var}.{func.attr.value}(...)` (only calls and invoke_async are migrated)"
-        kept = [a for a in call.args if a.keyword is not None or a.star == "**"]
-        if kept:
-            kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-        new_call = cst.Call(
-            func=cst.Attribute(value=cst.Name(agent_var), attr=cst.Name("invoke_async")),
-            args=kept,
-        )
-        return cst.Await(expression=new_call), [], None
+    # -- models
+    def convert_model_call(self, call: cst.Call) -> tuple[Optional[cst.Call], str, list]:
+        """``<Model>(...)`` → ``OsmosisRolloutModel(params={...})``: (new call, problem, argument values dropped)."""
+        kind = self.model_kind(call)
+        cls = code(call.func)
+        if kind == "placeholder":
+            return call, "", []
+        if kind is None:
+            return None, f"its model `{code(call, 50)}` is not a model class the migration knows", []
+        elements: list[cst.BaseDictElement] = []
+        params_expr: Optional[cst.BaseExpression] = None
+        dropped: list[cst.CSTNode] = []
+        refused: list[str] = []
+        for arg in call.args:
+            if arg.star:
+                return None, f"its model `{cls}(...)` takes `**{code(arg.value)}`, whose settings cannot be read", []
+            if arg.keyword is None:
+                return None, f"its model `{cls}(...)` takes positional arguments, whose meaning cannot be read", []
+            key = arg.keyword.value
+            if key in CONNECTION or (kind == "litellm" and key in ("model_id", "client_args")):
+                dropped.append(arg.value)
+            elif key in PARAM_DICTS:
+                if isinstance(arg.value, cst.Dict):
+                    for el in arg.value.elements:
+                        if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString):
+                            k = el.key.evaluated_value
+                            if isinstance(k, str) and k in RENAMED:
+                                el = el.with_changes(key=cst.SimpleString(f'"{RENAMED[k]}"'))
+                            elif kind != "litellm" and isinstance(k, str) and k not in SAMPLING and key == "payload_config":
+                                if k in CONNECTION:
+                                    continue
+                                refused.append(f"{key}[{k!r}]")
+                                continue
+                        elements.append(el)
+                    if not call.args or len([a for a in call.args if a.keyword and a.keyword.value not in CONNECTION]) == 1:
+                        params_expr = arg.value if not refused else None
+                else:
+                    elements.append(cst.StarredDictElement(value=arg.value))
+                    if len([a for a in call.args if a.keyword and a.keyword.value not in CONNECTION]) == 1:
+                        params_expr = arg.value
+            elif key in SAMPLING or key in RENAMED:
+                elements.append(cst.DictElement(key=cst.SimpleString(f'"{RENAMED.get(key, key)}"'), value=arg.value))
+            elif kind == "litellm":
+                elements.append(cst.DictElement(key=cst.SimpleString(f'"{key}"'), value=arg.value))
+            else:
+                refused.append(key)
+        if refused:
+            return None, (
+                f"its model `{cls}(...)` sets {', '.join(f'`{r}`' for r in refused)}, which the rollout model "
+                "(OsmosisRolloutModel) cannot carry"
+            ), []
+        self.note_replaced(call.func)
+        self.need(STRANDS_MOD, "OsmosisRolloutModel")
+        if params_expr is None and elements:
+            fixed = []
+            for j, el in enumerate(elements):
+                last = j == len(elements) - 1
+                fixed.append(el.with_changes(
+                    comma=cst.MaybeSentinel.DEFAULT if last else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                ))
+            params_expr = cst.Dict(elements=fixed)
+        args = [] if params_expr is None else [cst.Arg(keyword=cst.Name("params"), value=params_expr, equal=cst.AssignEqual(
+            whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))]
+        return cst.Call(func=cst.Name("OsmosisRolloutModel"), args=args), "", dropped
+
+    def module_model_value(self, call: cst.Call) -> tuple[Optional[cst.BaseExpression], str, list]:
+        return self.convert_model_call(call)
+
+    def positional_model(self, call: cst.Call) -> Optional[int]:
+        return 0 if call.args and call.args[0].keyword is None and not call.args[0].star else None
+
+    def _model_arg(self, ctor: cst.Call) -> Optional[cst.Arg]:
+        arg = kwarg(ctor, "model")
+        if arg is None and ctor.args and ctor.args[0].keyword is None and not ctor.args[0].star:
+            arg = ctor.args[0]
+        return arg
+
+    def plan_model(self, ctor: cst.Call, planner: "_Planner", nested: Optional[str]):
+        arg = self._model_arg(ctor)
+        value = arg.value if arg is not None else None
+        if value is None or is_string(value) or isinstance(value, cst.FormattedString):
+            # no model (Strands' default: Bedrock) or a fixed model id: the rollout placeholder instead
+            self.need(STRANDS_MOD, "OsmosisRolloutModel")
+            note = "none (Strands' default, Bedrock)" if value is None else f"`{code(value, 40)}`"
+            return CtorPlan(model=cst.Call(func=cst.Name("OsmosisRolloutModel")), model_note=note), "", [] if value is None else [value]
+        if isinstance(value, cst.Call):
+            new, problem, gone = self.convert_model_call(value)
+            if problem:
+                return CtorPlan(), problem, []
+            if new is value:
+                return CtorPlan(), "", []
+            return CtorPlan(model=new, model_note=f"`{code(value.func)}(...)`"), "", gone
+        if isinstance(value, cst.Name):
+            resolved = planner.resolve_local(value.value)
+            if resolved is None:
+                return CtorPlan(), f"its model `{value.value}` cannot be traced to a model the migration knows", []
+            where, held, extra = resolved
+            if where == "param":
+                return CtorPlan(), (f"its model comes from the parameter `{value.value}`: the rollout placeholder "
+                                    "must be built inside run() — pass OsmosisRolloutModel(params={...}) by hand"), []
+            if held is not None and is_string(held):
+                self.need(STRANDS_MOD, "OsmosisRolloutModel")
+                return CtorPlan(model=cst.Call(func=cst.Name("OsmosisRolloutModel")), model_note=f"`{value.value}`"), "", []
+            if not isinstance(held, cst.Call):
+                return CtorPlan(), f"its model `{value.value}` = `{code(held) if held is not None else '?'}` is not a model the migration knows", []
+            new, problem, gone = self.convert_model_call(held)
+            if problem:
+                return CtorPlan(), problem.replace("its model", f"its model `{value.value}` =", 1), []
+            if new is held:
+                return CtorPlan(), "", []
+            if where == "local":
+                # `model = LiteLLMModel(...)` in the same body: converted where it is
+                planner.p.model_assigns[id(held)] = new
+                return CtorPlan(), "", gone
+            return CtorPlan(module_var=value.value, fallback=new, model_note=f"`{value.value}`"), "", gone
+        return CtorPlan(), f"its model `{code(value, 40)}` cannot be traced to a model the migration knows", []
+
+    # -- runs and samples
+    def plan_run(self, run: RunSite, rp: RunPlan, planner: "_Planner") -> Optional[str]:
+        p = planner.p
+        method = run.shape.method
+        can_await = not run.nested or run.nested_async
+        if method == "call":
+            if can_await:
+                rp.method, rp.await_it = "invoke_async", True
+        elif method == "structured_output":
+            if can_await:
+                rp.method, rp.await_it = "structured_output_async", True
+        elif run.in_asyncio_run and can_await:
+            rp.await_it = True  # asyncio.run(agent.invoke_async(q)) inside run(): awaited
+        if rp.input == "prompt":
+            ctor = self._ctor_of(run.agent, planner)
+            first = min((r.order for r in p.facts.runs if r.agent == run.agent), default=run.order)
+            if ctor is not None and run.order == first and not run.in_loop and not run.nested \
+                    and kwarg(ctor, "messages") is None and id(ctor) in p.ctors and not _built_in_loop(ctor, p):
+                p.ctors[id(ctor)].messages_prompt = True
+                rp.input = "drop"
+            else:
+                rp.input = "text"
+                p.prompt_text = True
+        return None
+
+    def _ctor_of(self, agent: Optional[str], planner: "_Planner") -> Optional[cst.Call]:
+        if agent is None:
+            return None
+        ctors = [c.call for c in planner.p.facts.ctors if c.var == agent]
+        if agent in planner.p.deps and agent not in planner.m.groups:
+            from codemods.analysis.program import assigned_value
+
+            v = assigned_value(planner.m.body[planner.m.agents[agent]])
+            if isinstance(v, cst.Call):
+                ctors.append(v)
+        return ctors[0] if len(ctors) == 1 else None
+
+    def plan_samples(self, planner: "_Planner") -> Optional[str]:
+        p = planner.p
+        built: list[tuple[str, Optional[str], bool]] = []  # (what, literal name, repeated)
+        for c in p.facts.ctors:
+            name_arg = kwarg(c.call, "name")
+            literal = name_arg.value.evaluated_value if name_arg is not None and isinstance(name_arg.value, cst.SimpleString) else None
+            built.append((c.var or "an agent", literal if isinstance(literal, str) else None, c.in_loop or c.nested is not None))
+        for dep in p.deps:
+            if dep in planner.m.groups:
+                continue
+            from codemods.analysis.program import assigned_value
+
+            v = assigned_value(planner.m.body[planner.m.agents[dep]])
+            name_arg = kwarg(v, "name") if isinstance(v, cst.Call) else None
+            literal = name_arg.value.evaluated_value if name_arg is not None and isinstance(name_arg.value, cst.SimpleString) else None
+            built.append((dep, literal if isinstance(literal, str) else None, False))
+        if self.target.startswith("0.3"):
+            if len(built) > 1 or any(r for _, _, r in built):
+                what = ", ".join(f"`{w}`" for w, _, _ in built)
+                return (f"osmosis-ai 0.3 keeps one sample per rollout, and this workflow builds {len(built)} agents "
+                        f"({what}) or builds one repeatedly: keep the rollout model on one agent only")
+            return None
+        for what, literal, repeated in built:
+            if repeated and literal:
+                return (f"it builds `{what}` named \"{literal}\" in a loop or nested function: each OsmosisStrandsAgent "
+                        "registers a sample under its name, and the second would repeat it — drop the name or make it "
+                        "unique per pass")
+        names = [lit for _, lit, _ in built if lit]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            return f"it builds several agents named \"{sorted(dup)[0]}\": each registers a sample under its name"
+        return None
+
+    # -- writing
+    def write_run(self, call: cst.Call, run: RunSite, rp: RunPlan, text: Optional[str]) -> cst.BaseExpression:
+        original = run.call
+        new = call
+        if rp.method is not None:
+            if isinstance(new.func, cst.Attribute):
+                new = new.with_changes(func=new.func.with_changes(attr=cst.Name(rp.method)))
+            else:
+                new = new.with_changes(func=cst.Attribute(value=new.func, attr=cst.Name(rp.method)))
+        arg = run.shape.input_arg
+        if arg is not None and rp.input in ("drop", "text"):
+            idx = list(original.args).index(arg)
+            args = list(new.args)
+            if rp.input == "text":
+                args[idx] = args[idx].with_changes(value=prompt_text_expr())
+            else:
+                if arg.keyword is not None:
+                    new = without_kwarg(new.with_changes(args=args), arg.keyword.value)
+                    args = list(new.args)
+                else:
+                    removed = args.pop(idx)
+                    if args and idx == len(args):
+                        args[-1] = args[-1].with_changes(comma=removed.comma if idx > 0 else cst.MaybeSentinel.DEFAULT)
+                    if not args:
+                        new = new.with_changes(whitespace_before_args=cst.SimpleWhitespace(""))
+            new = new.with_changes(args=args)
+            if not args:
+                new = new.with_changes(args=[])
+        agent = run.agent or code(run.shape.agent)
+        how = {"drop": "with the rollout prompt (messages=ctx.prompt)", "text": "with the prompt's text",
+               "sub": "with the prompt's text in its template", "keep": "input kept"}[rp.input]
+        verb = "awaited" if rp.await_it else "run"
+        self.ctx.edit("OM105", self.where, f"run of `{agent}` {verb} {how}")
+        return cst.Await(expression=new) if rp.await_it else new
+
+    def write_ctor(self, call: cst.Call, plan: CtorPlan) -> cst.Call:
+        new = super().write_ctor(call, plan)
+        note = f" (model: {plan.model_note} → OsmosisRolloutModel)" if plan.model is not None and plan.model_note else ""
+        self.ctx.edit("OM102", self.where, f"Strands Agent → OsmosisStrandsAgent{note}")
+        return new
+
+
+def _prompt_arg(call: cst.Call, index: int) -> Optional[cst.Arg]:
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    if len(positional) > index:
+        return positional[index]
+    return kwarg(call, "prompt")
+
+
+def _built_in_loop(ctor: cst.Call, plan) -> bool:
+    return any(c.call is ctor and (c.in_loop or c.nested) for c in plan.facts.ctors)
 
 
 class StrandsAgentRule(Rule):
@@ -170,65 +356,11 @@ class StrandsAgentRule(Rule):
 
     code = "OM100"
     name = "strands-agent"
-    summary = "strands.Agent + LiteLLMModel → OsmosisStrandsAgent + OsmosisRolloutModel in AgentWorkflow.run()"
+    summary = "strands.Agent + its model → OsmosisStrandsAgent + OsmosisRolloutModel in AgentWorkflow.run()"
     trigger_words = ("from strands", "import strands")
 
     def transform(self, module: cst.Module, ctx: RuleContext) -> cst.Module:
         table = ImportTable.of(module)
         if not any(q.startswith("strands") for q in [*table.names.values(), *table.modules.values(), *table.stars]):
             return module
-        fw = StrandsFramework(table, ctx)
-        fw.finish = lambda m: _convert_module_models(m, fw)
-        return migrate_module(module, fw)
-
-
-def _convert_module_models(module: cst.Module, fw: StrandsFramework) -> cst.Module:
-    """Module-level ``M = LiteLLMModel(...)`` used only by workflows → placeholder; otherwise a TODO if it feeds
-    an agent that was migrated (the placeholder must not reach plain agents: it cannot be called directly)."""
-    body = list(module.body)
-    changed = False
-    table = fw.table
-    counts = fw.body_counts
-    for i, stmt in enumerate(body):
-        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
-            continue
-        small = stmt.body[0]
-        if not isinstance(small, cst.Assign) or not isinstance(small.value, cst.Call) or not fw.is_litellm(small.value):
-            continue
-        if len(small.targets) != 1 or not isinstance(small.targets[0].target, cst.Name) or has_skip_marker(stmt):
-            continue
-        var = small.targets[0].target.value
-        users = [j for j, c in enumerate(counts) if j != i and var in c]
-        if not users:
-            continue
-        def is_workflow(node: cst.CSTNode) -> bool:
-            return isinstance(node, cst.ClassDef) and (
-                node.name.value in fw.created_workflows or _is_workflow_class(node, table)
-            )
-
-        in_workflows = all(is_workflow(body[j]) for j in users)
-        if in_workflows:
-            fw.stmt_todos = []
-            fw.where = stmt
-            new = fw.convert_litellm(small.value)
-            fw.where = None
-            if new is not None:
-                body[i] = stmt.with_changes(body=[small.with_changes(value=new)])
-                changed = True
-                continue
-        if not any(is_workflow(body[j]) for j in users):
-            continue  # nothing migrated uses it: the plain agents using it carry their own TODOs
-        reason = (
-            f"`{var}` is shared by migrated workflows and plain Strands code; give the workflows "
-            "OsmosisRolloutModel(params={...}) (no model_id, sampling kwargs in params) and keep this for the rest"
-            if not in_workflows
-            else "replace this LiteLLMModel with OsmosisRolloutModel(params={...}) by hand (positional or ** arguments)"
-        )
-        fw.ctx.todo("OM193", stmt, reason)
-        new_stmt = with_todo_comment(stmt, "OM193", reason)
-        if new_stmt is not stmt:
-            body[i] = new_stmt
-            changed = True
-    if not changed:
-        return module
-    return module.with_changes(body=body)
+        return migrate_module(module, StrandsFramework(table, ctx))

@@ -138,7 +138,7 @@ def test_report_json(tree, capsys):
     s = files["strands_agent.py"]
     assert s["status"] == "changed" and s["error"] is None
     assert {"code", "line", "message"} <= set(s["edits"][0]) and s["edits"][0]["code"].startswith("OM1")
-    assert s["todos"][0]["code"] == "OM190" and s["todos"][0]["line"] > 0
+    assert s["todos"][0]["code"] == "OM195" and s["todos"][0]["line"] > 0  # the plain program had no grader
     assert files["broken.py"]["status"] == "failed" and "does not parse" in files["broken.py"]["error"]
 
 
@@ -155,7 +155,7 @@ def test_todo_command(tree, capsys):
     run(capsys, ".")
     code, out, err = run(capsys, "todo", "pkg")
     assert code == EXIT_CHANGES
-    assert "pkg/strands_agent.py:" in out and " OM190 `solve` became SolveWorkflow" in out
+    assert "pkg/strands_agent.py:" in out and " OM195 no Grader in this module" in out
     assert "2 open TODO markers" in err
 
 

@@ -39,8 +39,8 @@ def ground_truth_reward(answer: str, label: str | None) -> float:
     return 1.0 if label and label.strip() in answer else 0.0
 
 
-# What docs/migrate.md ("Serving lines") and the OM190/OM290 marker tell the user to add: a grader (the plain
-# script had none) and LocalBackend + create_rollout_server in place of the `__main__` block. Same rule as above.
+# What the OM195/OM295 marker tells the user to add (docs/migrate.md, "Serving lines"): a grader — the plain script
+# had none — passed to LocalBackend; served here with create_rollout_server. Same rule as above.
 COMPLETION = '''
 
 from osmosis_ai.rollout import Grader, GraderContext, LocalBackend, create_rollout_server
@@ -69,10 +69,10 @@ class Example:
 
 
 EXAMPLES_UNDER_TEST = [
-    Example("strands_plain.py", "strands-agent", "SolveWorkflow", "OM190",
-            frozenset({"OM101", "OM102", "OM103", "OM104", "OM105"})),
-    Example("openai_agents_plain.py", "openai-agent", "SolveWorkflow", "OM290",
-            frozenset({"OM202", "OM203", "OM204", "OM205"})),
+    Example("strands_plain.py", "strands-agent", "SolveWorkflow", "OM195",
+            frozenset({"OM101", "OM102", "OM103", "OM104", "OM105", "OM107"})),
+    Example("openai_agents_plain.py", "openai-agent", "SolveWorkflow", "OM295",
+            frozenset({"OM202", "OM203", "OM204", "OM205", "OM206", "OM207"})),
 ]
 
 
@@ -88,12 +88,13 @@ def _load(text: str, tmp_path: Path, stem: str):
 
 
 def complete_migration(migrated: str, example: Example) -> str:
-    """Follow the TODO the migration left: the ``__main__`` block after the marker goes, the serving lines come."""
-    marker = f"# TODO(osmosis-migrate {example.todo_code}): `solve` became {example.workflow}: serve it"
-    head, sep, tail = migrated.partition(marker)
-    assert sep, f"no {example.todo_code} marker in the migrated text"
-    assert tail.split("\n", 1)[1].startswith('if __name__ == "__main__":')
-    return head.rstrip() + "\n" + COMPLETION.format(workflow=example.workflow)
+    """Follow the TODO the migration left: its marker goes, a grader and the serving lines come (the ``__main__``
+    block the migration wrote — it serves the workflow with uvicorn — stays: importing the module does not run it)."""
+    marker = f"# TODO(osmosis-migrate {example.todo_code}): no Grader in this module"
+    lines = migrated.splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith(marker))
+    assert lines[at + 1].startswith(f"class {example.workflow}(AgentWorkflow):")
+    return "".join(lines[:at] + lines[at + 1:]).rstrip() + "\n" + COMPLETION.format(workflow=example.workflow)
 
 
 @pytest.fixture
@@ -166,16 +167,19 @@ def test_migration_of_plain_example_is_as_documented(example: Example):
     ast.parse(result.new_text)
     assert migrate_source(result.new_text).new_text == result.new_text  # fixed point
     assert {e.code for e in result.edits} == example.edit_codes
-    # one TODO, the documented one: the `__main__` block calls a function that became a workflow
+    # one TODO, the documented one: the plain program had no grader — it says what one could read
     assert [t.code for t in result.todos] == [example.todo_code]
     todo = result.todos[0]
-    assert todo.reason.startswith(f"`solve` became {example.workflow}: serve it (LocalBackend(workflow={example.workflow})")
+    assert todo.reason.startswith("no Grader in this module") and "ctx.label" in todo.reason
     assert result.new_text.count("TODO(osmosis-migrate") == 1
-    # the TODO's line is the input statement's (docs/migrate.md, "Line numbers"); the marker sits above it
-    assert text.splitlines()[todo.line - 1] == 'if __name__ == "__main__":'
+    # the TODO's line is the input statement's (docs/migrate.md, "Line numbers"); the marker sits above the workflow
+    assert text.splitlines()[todo.line - 1] == "async def solve(prompt: str) -> str:"
     new_lines = result.new_text.splitlines()
-    at = new_lines.index('if __name__ == "__main__":')
+    at = new_lines.index(f"class {example.workflow}(AgentWorkflow):")
     assert new_lines[at - 1] == f"# TODO(osmosis-migrate {example.todo_code}): {todo.reason}"
+    # the `__main__` block no longer calls `solve` (gone): it serves the workflow, as upstream's scaffolds do
+    guard = result.new_text[result.new_text.index('if __name__ == "__main__":'):]
+    assert "solve(" not in guard and f"LocalBackend(workflow={example.workflow})" in guard
     # only the selected rule is needed (the imports rule has nothing to do on plain code)
     assert migrate_source(text, rules=[example.rule]).new_text == result.new_text
     # once completed as the TODO says, the file is still a fixed point and has no marker left

@@ -11,7 +11,8 @@ import pytest
 from codemods.driver import migrate_source
 from tests.codemods._fixtures import fixture_files, fixture_id
 
-CASES = [p for d in ("strands_agent", "openai_agent", "imports") for p in fixture_files(d)]
+CASES = [p for d in ("strands_agent", "openai_agent", "strands_agent_tree", "openai_agent_tree", "imports")
+         for p in fixture_files(d)]
 
 
 def render(path) -> str:
@@ -53,7 +54,9 @@ def test_openai_sessions_are_distinct_per_run():
     text = next(p for p in CASES if fixture_id(p) == "openai_agent/aliased").read_text()
     out = migrate_source(text).new_text
     assert 'OsmosisMemorySession(name="agent")' in out and 'OsmosisMemorySession(name="agent_2")' in out
-    assert out.count("ctx.prompt") == 2 and "model=OsmosisRolloutModel()" in out
+    # only the program's input becomes the prompt: the second run still reads the first one's output
+    assert out.count("ctx.prompt") == 1 and "ag.Runner.run(agent, first.final_output" in out
+    assert "model=OsmosisRolloutModel()" in out
 
 
 def test_select_one_rule_only():

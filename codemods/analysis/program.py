@@ -1,0 +1,1181 @@
+"""The model of one module, and the plan of each driver: what may be migrated, and how — or why not.
+
+:func:`module_model` indexes the module's top level once: module-level agents (and Strands multi-agent groups),
+models, sessions, string constants, functions, classes and the ``__main__`` block, and who uses each name (in this
+module, and in other modules when the repo facts say so).
+
+A **driver** is code that runs an agent: a top-level function, the module-level script code, or the body of
+``if __name__ == "__main__":``. :func:`plan_driver` decides, from :func:`codemods.analysis.body.body_facts`:
+
+* the program's **external input** — exactly one of: an interactive read (``q = input(...)``), a command-line
+  argument (``args.question``, ``sys.argv``), the parameter that reaches the agents' input (also through a handler
+  argument: ``event.get("prompt")``, ``body.message``), or else the literal prompt of the first run. Only that input
+  becomes the rollout's prompt: a run whose input *is* it gets ``ctx.prompt``; a template around it keeps its text
+  (the variable is bound to the prompt's user text); every other input (a previous agent's output, a carried-over
+  conversation, a resumed ``RunState``, the program's own follow-up prompts) is kept as written;
+* the **sessions** (OpenAI Agents) — one per sample: each run gets its own, created once before it; a run in a loop
+  gets a fresh unnamed one per pass (never the same name twice); a run that continues another (``RunState``) or
+  shares a user session shares it; a user session object becomes an ``OsmosisMemorySession``;
+* the **models** — every agent gets the rollout placeholder, also when its model comes through a local variable,
+  a module-level name or a string; sampling settings carry over, or the driver is not migrated;
+* what **cannot move** into ``run()``: interactive reads other than the input itself, confirmations, ``exit()``
+  with a status, argparse beyond the input, ``time.sleep``, servers, REPL loops, generators;
+* who **calls** it: nothing or the ``__main__`` block (then it is converted in place and the ``__main__`` block
+  serves the workflow), or other code — a decorator (web route), another function, another module, a Lambda
+  runtime (then the workflow is added *beside* it and the function stays).
+
+Every refusal is a sentence naming the shape and the name (it becomes the TODO).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, Optional, Sequence, Union
+
+import libcst as cst
+
+from codemods.analysis.body import BodyFacts, RunSite, body_facts, code, contains, is_string, names_in
+from codemods.base import ImportTable, has_skip_marker
+
+if TYPE_CHECKING:
+    from codemods.wrap import Framework
+
+# ----------------------------------------------------------------------------------------------- the module
+
+
+@dataclass
+class ModuleModel:
+    """The top level of one module, indexed once."""
+
+    module: cst.Module
+    body: list[cst.BaseStatement]
+    counts: list[dict[str, int]]
+    table: ImportTable
+    agents: dict[str, int] = field(default_factory=dict)  # module-level agents and groups (Swarm): name → index
+    groups: set[str] = field(default_factory=set)  # the subset of ``agents`` that are multi-agent groups
+    models: dict[str, int] = field(default_factory=dict)  # module-level model objects
+    sessions: dict[str, int] = field(default_factory=dict)  # module-level session objects (OpenAI Agents)
+    strings: dict[str, int] = field(default_factory=dict)  # module-level string constants
+    functions: dict[str, int] = field(default_factory=dict)
+    classes: dict[str, int] = field(default_factory=dict)
+    main_guard: Optional[int] = None
+    bindings: dict[str, int] = field(default_factory=dict)  # how many top-level statements bind a name
+    external: dict[str, list[str]] = field(default_factory=dict)  # name → uses in other modules (repo facts)
+    filename: str = "<string>"
+
+    def users(self, name: str, skip: Sequence[int] = ()) -> list[int]:
+        """Top-level statements (indices) that reference ``name``, except those in ``skip``."""
+        return [i for i, c in enumerate(self.counts) if i not in skip and name in c]
+
+    def value_of(self, name: str) -> Optional[cst.BaseExpression]:
+        """The value of a module-level ``name = value`` bound exactly once, else None."""
+        if self.bindings.get(name) != 1:
+            return None
+        for index in (self.agents, self.models, self.sessions, self.strings):
+            if name in index:
+                return assigned_value(self.body[index[name]])
+        for stmt in self.body:
+            if assigned_name(stmt) == name:
+                return assigned_value(stmt)
+        return None
+
+
+def assigned_name(stmt: cst.CSTNode) -> Optional[str]:
+    """``X`` for a statement line ``X = value`` / ``X: T = value`` (single Name target), else None."""
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+        small = stmt.body[0]
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+            return small.targets[0].target.value
+        if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value is not None:
+            return small.target.value
+    return None
+
+
+def assigned_value(stmt: cst.CSTNode) -> Optional[cst.BaseExpression]:
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+        small = stmt.body[0]
+        if isinstance(small, (cst.Assign, cst.AnnAssign)):
+            return small.value
+    return None
+
+
+def is_main_guard(stmt: cst.CSTNode) -> bool:
+    if not isinstance(stmt, cst.If):
+        return False
+    test = stmt.test
+    return (
+        isinstance(test, cst.Comparison)
+        and isinstance(test.left, cst.Name)
+        and test.left.value == "__name__"
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.Equal)
+    )
+
+
+def _bound_names(stmt: cst.CSTNode) -> list[str]:
+    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+        return [stmt.name.value]
+    out = []
+    if isinstance(stmt, cst.SimpleStatementLine):
+        for small in stmt.body:
+            targets: list[cst.BaseExpression] = []
+            if isinstance(small, cst.Assign):
+                targets = [t.target for t in small.targets]
+            elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
+                targets = [small.target]
+            elif isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
+                for alias in small.names:
+                    local = alias.evaluated_alias or alias.evaluated_name
+                    out.append(local.split(".")[0])
+            for t in targets:
+                out.extend(n.value for n in _target_names(t))
+    return out
+
+
+def _target_names(t: cst.BaseExpression) -> list[cst.Name]:
+    if isinstance(t, cst.Name):
+        return [t]
+    if isinstance(t, (cst.Tuple, cst.List)):
+        return [n for el in t.elements for n in _target_names(el.value)]
+    if isinstance(t, cst.StarredElement):
+        return _target_names(t.value)
+    return []
+
+
+def module_model(module: cst.Module, fw: "Framework", counts: list[dict[str, int]], filename: str,
+                 external: Optional[dict[str, list[str]]] = None) -> ModuleModel:
+    """Index the top level of ``module`` (``counts``: names referenced per top-level statement)."""
+    body = list(module.body)
+    model = ModuleModel(module=module, body=body, counts=counts, table=fw.table, filename=filename,
+                        external=dict(external or {}))
+    for i, stmt in enumerate(body):
+        for name in _bound_names(stmt):
+            model.bindings[name] = model.bindings.get(name, 0) + 1
+        if isinstance(stmt, cst.FunctionDef):
+            model.functions[stmt.name.value] = i
+        elif isinstance(stmt, cst.ClassDef):
+            model.classes[stmt.name.value] = i
+        elif is_main_guard(stmt):
+            model.main_guard = i
+        name, value = assigned_name(stmt), assigned_value(stmt)
+        if name is None or value is None or has_skip_marker(stmt):
+            continue
+        if isinstance(value, cst.Call):
+            if fw.is_agent_ctor(value):
+                model.agents[name] = i
+            elif fw.is_group_ctor(value):
+                model.agents[name] = i
+                model.groups.add(name)
+            elif fw.model_kind(value) is not None:
+                model.models[name] = i
+            elif fw.is_session_ctor(value):
+                model.sessions[name] = i
+        elif is_string(value):
+            model.strings[name] = i
+    return model
+
+
+# ----------------------------------------------------------------------------------------------- drivers
+
+
+@dataclass
+class Driver:
+    """Code that runs an agent."""
+
+    kind: str  # "function" | "script" | "main" | "workflow"
+    name: str  # function name, or the name the workflow is derived from
+    indices: list[int]  # top-level statements it is made of
+    stmts: list[cst.BaseStatement]  # the statements of its body
+    func: Optional[cst.FunctionDef] = None
+
+
+@dataclass
+class RunPlan:
+    """How one run site is rewritten."""
+
+    input: str = "keep"  # "keep" | "prompt" (ctx.prompt) | "text" (the prompt's user text) | "drop" | "sub"
+    session: Optional[str] = None  # the session variable to pass (OpenAI Agents)
+    await_it: bool = False  # wrap the new call in ``await``
+    method: Optional[str] = None  # new method name (``invoke_async`` for a sync Strands call, ``run`` for run_sync)
+    drop_run_config_model: bool = False
+
+
+@dataclass
+class SessionPlan:
+    """A session the workflow creates: ``var = OsmosisMemorySession(name=…)`` before ``before``."""
+
+    var: str
+    name: Optional[str]  # the sample name (0.2), None = unnamed (a fresh one each time the statement runs)
+    before: Optional[cst.CSTNode]  # the statement it goes before (None: replaces a user session constructor)
+    replaces: Optional[cst.Call] = None  # a user session constructor it replaces (``SQLiteSession("x")``)
+
+
+@dataclass
+class CtorPlan:
+    """How one agent constructor is rewritten."""
+
+    model: Optional[cst.BaseExpression] = None  # the new ``model=`` value (None: keep what is there)
+    messages_prompt: bool = False  # add ``messages=ctx.prompt`` (Strands: the run that takes the prompt)
+    model_note: str = ""
+    module_var: Optional[str] = None  # keeps ``model=VAR``: the module-level VAR becomes the placeholder in place…
+    fallback: Optional[cst.BaseExpression] = None  # …or, when plain code uses VAR too, this placeholder instead
+
+
+@dataclass
+class Plan:
+    """What to write for one driver, or why not (``problems``)."""
+
+    driver: Driver
+    facts: BodyFacts
+    mode: str = "inplace"  # "inplace" | "beside"
+    problems: list[str] = field(default_factory=list)
+    cls_name: str = ""
+    deps: list[str] = field(default_factory=list)  # module-level agents/groups built in run(), module order
+    entry_desc: str = ""
+    bind: Optional[str] = None  # variable bound to the prompt's user text at the top of run()
+    bind_at: Optional[cst.CSTNode] = None  # …or at this statement (an interactive read replaced)
+    subst: Optional[str] = None  # code of an input expression replaced by the prompt text (handler access)
+    subst_map: dict[str, cst.BaseExpression] = field(default_factory=dict)  # code → value (CLI option defaults)
+    defaults: list[tuple[str, cst.BaseExpression]] = field(default_factory=list)  # params bound to their defaults
+    runs: dict[int, RunPlan] = field(default_factory=dict)  # id(call) → plan
+    ctors: dict[int, CtorPlan] = field(default_factory=dict)  # id(call) → plan
+    model_assigns: dict[int, cst.BaseExpression] = field(default_factory=dict)  # id(model call) → placeholder
+    sessions: list[SessionPlan] = field(default_factory=list)
+    drop: set[int] = field(default_factory=set)  # id(statement) removed (feeds only the replaced input)
+    exits: set[int] = field(default_factory=set)  # id(call) of ``exit(0)`` that becomes ``return``
+    callers: list[int] = field(default_factory=list)  # top-level statements that call the driver (migrated)
+    notes: list[str] = field(default_factory=list)  # extra words for the edit message
+    prompt_text: bool = False  # the helper that extracts the prompt's user text is needed
+    factories: dict[str, str] = field(default_factory=dict)  # factory called → name of the rollout version
+    factory_plans: dict[str, "Plan"] = field(default_factory=dict)  # factories whose agents the driver runs
+
+
+# input kinds
+ENTRY = "entry"
+TEMPLATE = "template"
+KEEP = "keep"
+
+_IMAGE_KEYS = ("input_image", "input_file", "image_url", "input_audio", "image", "document", "file_data", "file_id")
+_HANDLER_NAMES = re.compile(r"(^|_)(handler|lambda_handler|handle)$")
+
+
+def _is_handler(func: cst.FunctionDef) -> bool:
+    """A function a runtime calls by convention: AWS Lambda ``handler(event, context)``."""
+    params = [p.name.value for p in func.params.params]
+    return bool(_HANDLER_NAMES.search(func.name.value)) and len(params) == 2 and params[1] in ("context", "_context", "ctx", "lambda_context")
+
+
+def find_drivers(model: ModuleModel, fw: "Framework") -> list[Driver]:
+    """Top-level functions with a run site, the module-level script code, the ``__main__`` block."""
+    out: list[Driver] = []
+    body = model.body
+    heads = fw.run_heads()
+    agent_names = set(model.agents)
+
+    producers = {
+        name for name, i in model.functions.items()
+        if fw.ctor_heads() & model.counts[i].keys() and _returns(body[i].body)
+    }
+
+    def may_run(i: int) -> bool:
+        c = model.counts[i]
+        return bool(heads & c.keys() or agent_names & c.keys() or fw.ctor_heads() & c.keys() or producers & c.keys())
+
+    script: list[int] = []
+    for i, stmt in enumerate(body):
+        if has_skip_marker(stmt):
+            continue
+        if isinstance(stmt, cst.FunctionDef):
+            if fw.is_tool_decorator(stmt):
+                continue  # a tool (or guardrail) that runs an inner agent stays what it is: see plan_tool
+            if may_run(i) and fw.has_run_site(stmt.body, agent_names, producers):
+                out.append(Driver("function", stmt.name.value, [i], list(_block(stmt.body)), stmt))
+        elif isinstance(stmt, cst.ClassDef) or _is_import(stmt):
+            continue
+        elif is_main_guard(stmt):
+            if may_run(i) and fw.has_run_site(stmt.body, agent_names, producers):
+                out.append(Driver("main", _stem(model.filename) or "main", [i], list(_block(stmt.body))))
+        elif may_run(i) and fw.has_run_site(stmt, agent_names, producers):
+            script.append(i)
+    if script:
+        # the script: from its first run on, the module-level statements that are not definitions
+        first = script[0]
+        indices = [
+            j for j in range(first, len(body))
+            if not isinstance(body[j], (cst.FunctionDef, cst.ClassDef)) and not is_main_guard(body[j])
+            and not _is_import(body[j]) and not has_skip_marker(body[j])
+        ]
+        out.append(Driver("script", _stem(model.filename) or "script", indices, [body[j] for j in indices]))
+    return out
+
+
+def _stem(filename: str) -> str:
+    base = re.split(r"[\\/]", filename)[-1]
+    base = base[:-3] if base.endswith(".py") else base
+    if base in ("<string>", "__init__", "__main__", ""):
+        return ""
+    return re.sub(r"\W", "_", base)
+
+
+def _is_import(stmt: cst.CSTNode) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
+
+
+def _block(suite: cst.BaseSuite) -> Sequence[cst.BaseStatement]:
+    if isinstance(suite, cst.IndentedBlock):
+        return suite.body
+    return [cst.SimpleStatementLine(body=list(suite.body))] if isinstance(suite, cst.SimpleStatementSuite) else []
+
+
+# ----------------------------------------------------------------------------------------------- planning
+
+
+class _Planner:
+    def __init__(self, model: ModuleModel, fw: "Framework", driver: Driver, target: str) -> None:
+        self.m = model
+        self.fw = fw
+        self.d = driver
+        self.target = target
+        self.p: Plan  # set in run()
+
+    def problem(self, text: str) -> None:
+        if text not in self.p.problems:
+            self.p.problems.append(text)
+
+    # -- entry point
+    def run(self) -> Plan:
+        if self.d.kind == "factory":
+            return self.run_factory()
+        d, m = self.d, self.m
+        deps = self.agent_deps(self.initial_agent_names())
+        facts = body_facts(d.stmts, self.fw, set(deps), producers=self.producers())
+        self.p = Plan(driver=d, facts=facts)
+        self.p.deps = sorted(deps, key=lambda n: m.agents[n])
+        self.local_agents = {c.var for c in facts.ctors if c.var} | set(deps)
+        self.aliases: dict[str, list[str]] = {}
+        self.check_callers()
+        self.check_structure()
+        self.resolve_agents()
+        self.choose_entry()
+        self.plan_params()
+        self.classify_inputs()
+        self.plan_process_code()
+        self.plan_models()
+        self.plan_runs()
+        self.plan_samples()
+        return self.p
+
+    def run_factory(self) -> Plan:
+        """A function that builds and returns an agent: only its constructors (and their models) are planned."""
+        facts = body_facts(self.d.stmts, self.fw, set())
+        self.p = Plan(driver=self.d, facts=facts)
+        self.local_agents = {c.var for c in facts.ctors if c.var}
+        self.entry_kind = ""
+        self.plan_models()
+        for c in facts.ctors:
+            name_arg = next((a for a in c.call.args if a.keyword is not None and a.keyword.value == "name"), None)
+            if c.in_loop and name_arg is not None:
+                self.problem(f"`{self.d.name}` builds agents named `{code(name_arg.value)}` in a loop")
+        return self.p
+
+    def initial_agent_names(self) -> set[str]:
+        used: set[str] = set()
+        for i in self.d.indices:
+            used |= set(self.m.counts[i])
+        return used & set(self.m.agents)
+
+    def agent_deps(self, names: set[str]) -> set[str]:
+        """Module-level agents reachable from ``names`` through other module agents' arguments (handoffs,
+        ``as_tool``, a Swarm's members)."""
+        out: set[str] = set()
+        todo = [n for n in names if n in self.m.agents]
+        while todo:
+            n = todo.pop()
+            if n in out:
+                continue
+            out.add(n)
+            todo.extend(x for x in self.m.counts[self.m.agents[n]] if x in self.m.agents and x != n)
+        return out
+
+    # -- who calls it, and what it is
+    def check_callers(self) -> None:
+        d, m, p = self.d, self.m, self.p
+        if d.kind != "function":
+            p.mode = "inplace"
+            return
+        func = d.func
+        assert func is not None
+        index = d.indices[0]
+        others: list[str] = []
+        callers: list[int] = []
+        for j in m.users(d.name, skip=[index]):
+            stmt = m.body[j]
+            if is_main_guard(stmt) or (
+                not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) and not _is_import(stmt)
+                and _calls_only(stmt, d.name)
+            ):
+                callers.append(j)
+            else:
+                others.append(_describe_stmt(stmt))
+        decorators = [code(dec.decorator) for dec in func.decorators]
+        if decorators:
+            if self.fw.is_tool_decorator(func):
+                self.problem(
+                    f"`{d.name}` is a tool (@{decorators[0]}) that runs an inner agent: it stays a tool, "
+                    "see the TODO on the agent it builds"
+                )
+                return
+            others.append(f"the decorator @{decorators[0]}")
+        if m.external.get(d.name):
+            others.extend(m.external[d.name])
+        if _is_handler(func):
+            others.append("the Lambda runtime (a `handler(event, context)`)")
+        if others:
+            p.mode = "beside"
+            p.notes.append(f"`{d.name}` kept for {', '.join(dict.fromkeys(others))}")
+        else:
+            p.callers = callers
+
+    def check_structure(self) -> None:
+        d, f = self.d, self.p.facts
+        if f.yields:
+            self.problem(f"`{d.name}` is a generator (it yields)")
+        if d.func is not None:
+            params = d.func.params
+            if isinstance(params.star_arg, cst.Param) or params.star_kwarg is not None:
+                star = [x.name.value for x in (params.star_arg, params.star_kwarg) if isinstance(x, cst.Param)]
+                if any(f.load_count(s) for s in star):
+                    self.problem(f"`{d.name}` reads `*{star[0]}`: a rollout only supplies the prompt")
+        if "ctx" in f.loads or "ctx" in f.stores:
+            if self.d.kind != "workflow":
+                self.problem(f"`{d.name}` already uses a name `ctx` (run() receives the rollout context as `ctx`)")
+        if "self" in f.loads and self.d.kind != "workflow":
+            self.problem(f"`{d.name}` uses `self`")
+
+    # -- agents
+    def resolve_agents(self) -> None:
+        """Every run must run an agent the migration builds: a local or module-level agent, an alias of one, the
+        agent a previous run ended with (``result.last_agent``), or one from a factory of this module."""
+        f, p = self.p.facts, self.p
+        known = set(self.local_agents)
+        # aliases: `agent = triage_agent`, `agent = result.last_agent`, `agent = create_agent()`
+        changed = True
+        while changed:
+            changed = False
+            for name, assigns in f.stores.items():
+                if name in known or not assigns:
+                    continue
+                ok = True
+                for a in assigns:
+                    v = a.value
+                    if isinstance(v, cst.Name) and v.value in known:
+                        continue
+                    if isinstance(v, cst.Attribute) and v.attr.value in ("last_agent", "current_agent"):
+                        continue
+                    if isinstance(v, cst.Call) and isinstance(v.func, cst.Name) and v.func.value in self.m.functions:
+                        fac = self.factory(v.func.value)
+                        if fac is not None:
+                            self.use_factory(v.func.value)
+                            continue
+                    ok = False
+                    break
+                if ok:
+                    known.add(name)
+                    changed = True
+        self.local_agents = known
+        for run in f.runs:
+            if self.already_migrated(run):
+                continue
+            if run.agent is None:
+                what = code(run.shape.agent)
+                if isinstance(run.shape.agent, cst.Attribute) and code(run.shape.agent.value) == "self":
+                    self.problem(f"it runs `{what}`, an agent kept on an object")
+                elif isinstance(run.shape.agent, cst.Call) and isinstance(run.shape.agent.func, cst.Name) \
+                        and self.factory(run.shape.agent.func.value) is not None:
+                    self.use_factory(run.shape.agent.func.value)
+                    continue
+                else:
+                    self.problem(f"it runs `{what}`, which is not an agent built in this module")
+            elif run.agent not in known:
+                self.problem(f"it runs `{run.agent}`, which is not an agent built in this module (a parameter or "
+                             "an object from elsewhere)")
+
+    def producers(self) -> set[str]:
+        """Top-level functions of the module that build and return an agent (factories)."""
+        return {name for name in self.m.functions if self.factory(name) is not None}
+
+    def use_factory(self, name: str) -> None:
+        """The driver runs agents from the factory ``name``: plan the factory too (its agents must be the Osmosis
+        classes on the placeholder model when the workflow calls it)."""
+        if name in self.p.factory_plans:
+            return
+        func = self.factory(name)
+        assert func is not None
+        driver = Driver("factory", name, [self.m.functions[name]], list(_block(func.body)), func)
+        plan = _Planner(self.m, self.fw, driver, self.target).run()
+        self.p.factory_plans[name] = plan
+        for problem in plan.problems:
+            self.problem(f"its agent comes from `{name}()`, which cannot be migrated: {problem}")
+
+    def factory(self, name: str) -> Optional[cst.FunctionDef]:
+        """``name`` is a top-level function that builds and returns an agent without running one."""
+        i = self.m.functions.get(name)
+        if i is None:
+            return None
+        func = self.m.body[i]
+        assert isinstance(func, cst.FunctionDef)
+        if self.fw.has_run_site(func.body, set(self.m.agents)):
+            return None
+        builds = [False]
+        fw = self.fw
+
+        class V(cst.CSTVisitor):
+            def visit_Call(self, n: cst.Call) -> None:
+                if fw.is_agent_ctor(n):
+                    builds[0] = True
+
+        func.body.visit(V())
+        returns = _returns(func.body)
+        if not builds[0] or not returns:
+            return None
+        return func
+
+    # -- the program's input
+    def choose_entry(self) -> None:
+        f, p, d = self.p.facts, self.p, self.d
+        self.entry_kind = ""  # "var" | "expr" | "literal" | "workflow"
+        self.entry_var: Optional[str] = None
+        self.entry_expr: Optional[str] = None
+        self.entry_site: Optional[RunSite] = None
+        runs = [r for r in f.runs]
+        if d.kind == "workflow":
+            self.entry_kind, self.entry_expr = "expr", "ctx.prompt"
+            return
+        # 1. interactive reads / command line
+        reads = [x for x in f.process if x.kind in ("input", "argv") and x.nested is None]
+        read_vars: list[tuple[str, cst.CSTNode]] = []
+        for x in reads:
+            stmt = x.stmt
+            var = _simple_assign_target(stmt)
+            if var is None or x.in_loop:
+                continue
+            if len(f.stores.get(var, ())) == 1:
+                read_vars.append((var, stmt))
+        argparse_args = self.argparse_result()
+        if len({v for v, _ in read_vars}) > 1:
+            self.problem("it reads its input " + " and ".join(f"`{v}`" for v, _ in read_vars) +
+                         " from the user: a rollout has one prompt")
+            return
+        if read_vars:
+            self.entry_kind, self.entry_var = "var", read_vars[0][0]
+            self.entry_read_stmt = read_vars[0][1]
+            p.entry_desc = f"`{self.entry_var}` (read with {self.read_what(read_vars[0][1])})"
+            return
+        if argparse_args is not None:
+            attrs = self.argparse_attrs(argparse_args)
+            reaching = [a for a in attrs if self.reaches_input(f"{argparse_args}.{a}", expr=True)]
+            if len(reaching) == 1:
+                self.entry_kind, self.entry_expr = "expr", f"{argparse_args}.{reaching[0]}"
+                p.entry_desc = f"the command-line argument `{self.entry_expr}`"
+                return
+            if len(reaching) > 1:
+                self.problem("the command-line arguments " + ", ".join(f"`{argparse_args}.{a}`" for a in reaching)
+                             + " all reach the agents' input: a rollout has one prompt")
+                return
+        # 2. parameters
+        if d.func is not None:
+            params = [x for x in (*d.func.params.posonly_params, *d.func.params.params, *d.func.params.kwonly_params)]
+            reaching = [x for x in params if self.reaches_input(x.name.value)]
+            if len(reaching) > 1:
+                self.problem("its parameters " + " and ".join(f"`{x.name.value}`" for x in reaching)
+                             + " all reach the agents' input: a rollout has one prompt")
+                return
+            if reaching:
+                name = reaching[0].name.value
+                access = self.handler_access(name)
+                if access is not None:
+                    self.entry_kind, self.entry_expr = "expr", access
+                    p.entry_desc = f"`{access}`"
+                else:
+                    self.entry_kind, self.entry_var = "var", name
+                    p.entry_desc = f"the parameter `{name}`"
+                self.entry_param = name
+                return
+        # 3. the literal prompt of the first run
+        for run in sorted(runs, key=lambda r: r.order):
+            inp = self.input_of(run)
+            if inp is None:
+                continue
+            if run.in_loop or run.nested:
+                break
+            if is_string(inp) or (isinstance(inp, cst.Name) and self.string_constant(inp.value)):
+                self.entry_kind, self.entry_site = "literal", run
+                p.entry_desc = f"the prompt `{code(inp, 40)}` of the first run"
+                return
+            break
+        first = next((r for r in sorted(runs, key=lambda r: r.order) if self.input_of(r) is not None), None)
+        if first is None:
+            if any(r.shape.method not in ("call",) or r.shape.input_arg is None for r in runs) and runs:
+                # agents started without an input (Strands `agent()` on messages it was given)
+                return
+            return
+        inp = self.input_of(first)
+        assert inp is not None
+        media = _media_key(inp)
+        if media:
+            self.problem(
+                f"the input of its first run holds an `{media}` part (`{code(inp, 50)}`): the rollout prompt "
+                "(ctx.prompt) carries only the dataset's messages — put the media into the dataset or merge it "
+                "with ctx.prompt by hand"
+            )
+        elif isinstance(inp, (cst.List, cst.Tuple)):
+            self.problem(
+                f"its first run starts from a literal conversation (`{code(inp, 50)}`): only the rollout prompt "
+                "(ctx.prompt) can be the program's input — merge the extra turns into the dataset or by hand"
+            )
+        else:
+            self.problem(f"it cannot tell which input is the program's own: the first run's input is `{code(inp, 50)}`")
+
+    def plan_params(self) -> None:
+        """Parameters other than the input: unused ones go, used ones keep their default (bound at the top of
+        run()); a used parameter without a default is something a rollout cannot supply."""
+        func, f, p = self.d.func, self.p.facts, self.p
+        if func is None or self.d.kind == "workflow":
+            return
+        entry = getattr(self, "entry_param", None)
+        for prm in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params):
+            name = prm.name.value
+            uses = f.load_count(name)
+            if name == entry:
+                if self.entry_kind == "expr":
+                    accesses = sum(_subexpr_codes(s).count(self.entry_expr) for s in self.d.stmts)
+                    if uses > accesses:
+                        self.problem(f"it reads `{name}` beyond its prompt (`{self.entry_expr}`): a rollout only "
+                                     "supplies the prompt")
+                continue
+            if not uses:
+                continue
+            if prm.default is None:
+                self.problem(f"its parameter `{name}` is used but has no default: a rollout only supplies the prompt")
+            elif f.stores.get(name) is None or True:
+                p.defaults.append((name, prm.default))
+
+    def read_what(self, stmt: cst.CSTNode) -> str:
+        for x in self.p.facts.process:
+            if x.stmt is stmt:
+                return x.what
+        return "input()"
+
+    def argparse_result(self) -> Optional[str]:
+        for x in self.p.facts.process:
+            if x.kind == "argparse" and code(x.node).endswith(("parse_args()", "parse_args(argv)")) or (
+                x.kind == "argparse" and isinstance(x.node, cst.Call) and isinstance(x.node.func, cst.Attribute)
+                and x.node.func.attr.value in ("parse_args", "parse_known_args")
+            ):
+                var = _simple_assign_target(x.stmt)
+                if var is not None:
+                    return var
+        return None
+
+    def argparse_attrs(self, var: str) -> list[str]:
+        attrs: list[str] = []
+        for stmt in self.d.stmts:
+            for node in _attributes_of(stmt, var):
+                if node not in attrs:
+                    attrs.append(node)
+        return attrs
+
+    def string_constant(self, name: str) -> bool:
+        stores = self.p.facts.stores.get(name)
+        if stores:
+            return len(stores) == 1 and stores[0].value is not None and is_string(stores[0].value) and not stores[0].in_loop
+        return name in self.m.strings and self.m.bindings.get(name) == 1
+
+    def input_of(self, run: RunSite) -> Optional[cst.BaseExpression]:
+        return run.shape.input_arg.value if run.shape.input_arg is not None else None
+
+    def deps_of(self, expr: cst.CSTNode, seen: Optional[set[str]] = None) -> set[str]:
+        """Names ``expr`` depends on, through the block's assignments (transitively)."""
+        seen = set() if seen is None else seen
+        out: set[str] = set()
+        for n in names_in(expr):
+            if n.value in seen:
+                continue
+            seen.add(n.value)
+            out.add(n.value)
+            for a in self.p.facts.stores.get(n.value, ()):
+                if a.value is not None:
+                    out |= self.deps_of(a.value, seen)
+            for arg in self.nested_param_args(n.value):
+                out |= self.deps_of(arg, seen)
+        return out
+
+    def nested_param_args(self, name: str) -> list[cst.BaseExpression]:
+        """When ``name`` is a parameter of a function defined in the block (``async def ask(prompt)``), the
+        arguments the block passes for it (``ask(question)`` → ``question``): data flows through the call."""
+        out: list[cst.BaseExpression] = []
+        for fname, func in self.p.facts.nested_defs.items():
+            params = [x.name.value for x in func.params.params]
+            if name not in params:
+                continue
+            index = params.index(name)
+            for stmt in self.d.stmts:
+                for call in _calls_of(stmt, fname):
+                    positional = [a for a in call.args if a.keyword is None and not a.star]
+                    if index < len(positional):
+                        out.append(positional[index].value)
+                    out.extend(a.value for a in call.args if a.keyword is not None and a.keyword.value == name)
+        return out
+
+    def reaches_input(self, name: str, expr: bool = False) -> bool:
+        for run in self.p.facts.runs:
+            inp = self.input_of(run)
+            if inp is None:
+                continue
+            if expr:
+                if name in _subexpr_codes(inp) or any(
+                    name in _subexpr_codes(a.value)
+                    for dep in self.deps_of(inp) for a in self.p.facts.stores.get(dep, ()) if a.value is not None
+                ):
+                    return True
+            elif name in self.deps_of(inp):
+                return True
+        return False
+
+    def handler_access(self, param: str) -> Optional[str]:
+        """``event.get("prompt")`` / ``event["prompt"]`` / ``body.message`` when every use of ``param`` that
+        reaches an input is that one access (a handler argument carrying the prompt), else None."""
+        accesses: set[str] = set()
+        for run in self.p.facts.runs:
+            inp = self.input_of(run)
+            if inp is None:
+                continue
+            for n in names_in(inp):
+                if n.value == param:
+                    parent = _access_around(inp, n)
+                    if parent is None:
+                        return None
+                    accesses.add(code(parent, 200))
+        if len(accesses) != 1:
+            return None
+        return accesses.pop()
+
+    # -- each run's input
+    def classify_inputs(self) -> None:
+        f, p = self.p.facts, self.p
+        other_uses = False
+        for run in f.runs:
+            inp = self.input_of(run)
+            if inp is None:
+                run.input_kind = KEEP
+                continue
+            if self.entry_kind == "literal":
+                run.input_kind = ENTRY if run is self.entry_site else KEEP
+            elif self.entry_kind == "var":
+                var = self.entry_var
+                reassigned = len(f.stores.get(var, ())) > (1 if self.d.func is None or var != getattr(self, "entry_param", None) else 0)
+                if isinstance(inp, cst.Name) and inp.value == var and not reassigned:
+                    run.input_kind = ENTRY
+                elif var in self.deps_of(inp):
+                    run.input_kind = TEMPLATE
+                else:
+                    run.input_kind = KEEP
+            elif self.entry_kind == "expr":
+                text = code(inp, 400)
+                if text == self.entry_expr:
+                    run.input_kind = ENTRY
+                elif self.entry_expr in _subexpr_codes(inp):
+                    run.input_kind = TEMPLATE
+                else:
+                    run.input_kind = KEEP
+            else:
+                run.input_kind = KEEP
+            if run.input_kind == ENTRY and (run.in_loop or run.nested):
+                # the prompt fed again and again: a REPL or a batch over inputs, not one rollout
+                run.input_kind = TEMPLATE
+        # what needs the prompt's text
+        if self.entry_kind == "var":
+            var = self.entry_var
+            entry_loads = sum(1 for r in f.runs if r.input_kind == ENTRY)
+            if f.load_count(var) > entry_loads:
+                p.prompt_text = True
+                if getattr(self, "entry_read_stmt", None) is not None:
+                    p.bind_at = self.entry_read_stmt
+                else:
+                    p.bind = var
+            elif getattr(self, "entry_read_stmt", None) is not None:
+                p.drop.add(id(self.entry_read_stmt))
+            other_uses = f.load_count(var) > entry_loads
+        elif self.entry_kind == "expr" and self.entry_expr != "ctx.prompt":
+            if any(r.input_kind == TEMPLATE for r in f.runs) or self.expr_used_elsewhere():
+                p.subst = self.entry_expr
+                p.prompt_text = True
+        del other_uses
+
+    def expr_used_elsewhere(self) -> bool:
+        count = 0
+        for stmt in self.d.stmts:
+            count += _subexpr_codes(stmt).count(self.entry_expr)
+        used_in_entry = sum(1 for r in self.p.facts.runs if r.input_kind == ENTRY)
+        return count > used_in_entry
+
+    # -- interactive and process-level code
+    def plan_process_code(self) -> None:
+        f, p = self.p.facts, self.p
+        argparse_var = self.argparse_result()
+        allowed_argparse = argparse_var is not None and self.entry_kind == "expr" and (self.entry_expr or "").startswith(argparse_var + ".")
+        for x in f.process:
+            if x.kind in ("input", "argv") and getattr(self, "entry_read_stmt", None) is x.stmt:
+                continue
+            if x.kind == "argparse" and allowed_argparse:
+                continue
+            where = f" in `{x.nested}`" if x.nested else ""
+            if x.kind == "input":
+                if x.in_loop and any(r.in_loop for r in f.runs):
+                    self.problem(f"it reads {x.what} in a loop{where} (an interactive REPL): a rollout is one "
+                                 "conversation from ctx.prompt — write run() for one turn by hand")
+                else:
+                    self.problem(f"it asks the user ({x.what}{where}) beyond its one input")
+            elif x.kind == "confirm":
+                self.problem(f"it asks a human to confirm ({x.what}{where}): a rollout has no one to ask")
+            elif x.kind == "exit":
+                self.problem(f"it ends the process ({x.what}{where}), which would stop the rollout server")
+            elif x.kind == "sleep":
+                self.problem(f"it calls {x.what}{where}, which would block the rollout server's event loop")
+            elif x.kind == "server":
+                self.problem(f"it starts a server or UI ({x.what}{where})")
+            elif x.kind == "argparse":
+                self.problem(f"it parses the command line ({x.what}){'' if argparse_var is None else ' beyond the one input'}")
+            elif x.kind == "argv":
+                self.problem(f"it reads `sys.argv`{where} beyond its one input")
+        if allowed_argparse:
+            assert argparse_var is not None
+            uses = [a for a in self.argparse_attrs(argparse_var) if f"{argparse_var}.{a}" != self.entry_expr]
+            self.argparse_other = uses
+            # dropped if every other use is a model setting the placeholder replaces (checked in plan_models)
+        for call, stmt, zero in f.exits:
+            if zero:
+                p.exits.add(id(call))
+        # `while True` around a run without a way out but `break`: a loop the rollout would repeat forever
+        for run in f.runs:
+            if run.in_loop == "while True" and not any(x.kind == "input" for x in f.process):
+                pass
+
+    # -- models
+    def plan_models(self) -> None:
+        f, p = self.p.facts, self.p
+        dropped: list[cst.CSTNode] = []
+        ctors = list(f.ctors)
+        # module-level agents built in run(): their constructors too
+        self.dep_ctors: list[tuple[str, cst.Call]] = []
+        for name in p.deps:
+            value = assigned_value(self.m.body[self.m.agents[name]])
+            if isinstance(value, cst.Call) and name not in self.m.groups:
+                self.dep_ctors.append((name, value))
+        for ctor_call, where in [*((c.call, c.nested) for c in ctors), *((v, None) for _, v in self.dep_ctors)]:
+            plan, reason, gone = self.fw.plan_model(ctor_call, self, where)
+            if reason:
+                self.problem(reason)
+                continue
+            p.ctors[id(ctor_call)] = plan
+            dropped.extend(gone)
+        # command-line arguments other than the input: fine if they only fed what the placeholder replaces, else
+        # the rollout runs with the option's default (as the program does when the option is not given)
+        defaults = _argparse_defaults(self.d.stmts)
+        for attr in getattr(self, "argparse_other", []):
+            var = self.argparse_result()
+            uses_ok = all(any(contains(g, n) for g in dropped) for n in _attribute_nodes(self.d.stmts, var, attr))
+            if uses_ok:
+                continue
+            if attr in defaults and defaults[attr] is not None:
+                p.subst_map[f"{var}.{attr}"] = defaults[attr]
+                p.notes.append(f"`{var}.{attr}` → its default")
+            else:
+                self.problem(f"it reads the command-line argument `{var}.{attr}`, which has no default: a rollout "
+                             "only supplies the prompt")
+        if getattr(self, "argparse_other", None) is not None and not [x for x in self.p.problems if "command-line" in x]:
+            for x in f.process:
+                if x.kind == "argparse" or (x.kind == "argv" and False):
+                    p.drop.add(id(x.top if x.top is x.stmt else x.stmt))
+            # `parser.add_argument(...)` statements and the parser itself go with parse_args()
+            var = self.argparse_result()
+            for stmt in self.d.stmts:
+                if _is_parser_stmt(stmt, var):
+                    p.drop.add(id(stmt))
+
+    def resolve_local(self, name: str) -> Optional[tuple[str, cst.BaseExpression, object]]:
+        """What a name used as a model holds: ("local", value, assign) / ("module", value, index) /
+        ("param", default or None, param) / None."""
+        stores = self.p.facts.stores.get(name)
+        if stores:
+            if len(stores) == 1 and stores[0].simple and stores[0].value is not None and not stores[0].in_loop:
+                return "local", stores[0].value, stores[0]
+            return None
+        if self.d.func is not None:
+            for prm in (*self.d.func.params.params, *self.d.func.params.kwonly_params, *self.d.func.params.posonly_params):
+                if prm.name.value == name:
+                    return "param", prm.default, prm
+        value = self.m.value_of(name)
+        if value is not None:
+            return "module", value, self.m.models.get(name)
+        return None
+
+    # -- runs and sessions
+    def plan_runs(self) -> None:
+        f, p = self.p.facts, self.p
+        for run in f.runs:
+            if self.already_migrated(run):
+                continue
+            rp = RunPlan()
+            if run.in_lambda:
+                self.problem(f"it runs `{run.agent or code(run.shape.agent)}` inside a lambda")
+                continue
+            if run.in_loop == "comprehension":
+                self.problem(f"it runs `{run.agent or code(run.shape.agent)}` in a comprehension "
+                             f"(`{code(run.stmt, 50)}`): give each run its own sample by hand")
+                continue
+            if run.input_kind == ENTRY:
+                rp.input = "prompt"
+            elif run.input_kind == TEMPLATE and p.subst:
+                rp.input = "sub"
+            problem = self.fw.plan_run(run, rp, self)
+            if problem:
+                self.problem(problem)
+                continue
+            p.runs[id(run.call)] = rp
+        if p.prompt_text or any(r.input == "text" for r in p.runs.values()):
+            p.prompt_text = True
+
+    def already_migrated(self, run: RunSite) -> bool:
+        """A run that already passes an ``OsmosisMemorySession`` (written by a previous migration or by hand)."""
+        sess = run.shape.session
+        if isinstance(sess, cst.Call):
+            return code(sess.func).endswith("OsmosisMemorySession")
+        if isinstance(sess, cst.Name):
+            for a in self.p.facts.stores.get(sess.value, ()):
+                if isinstance(a.value, cst.Call) and code(a.value.func).endswith("OsmosisMemorySession"):
+                    return True
+        return False
+
+    def plan_samples(self) -> None:
+        problem = self.fw.plan_samples(self)
+        if problem:
+            self.problem(problem)
+
+
+def plan_driver(model: ModuleModel, fw: "Framework", driver: Driver, target: str = "0.2") -> Plan:
+    """The plan for one driver (see the module docstring); ``plan.problems`` lists why it cannot be migrated."""
+    return _Planner(model, fw, driver, target).run()
+
+
+# ----------------------------------------------------------------------------------------------- helpers
+
+
+def _simple_assign_target(stmt: cst.CSTNode) -> Optional[str]:
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+        small = stmt.body[0]
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+            return small.targets[0].target.value
+        if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value is not None:
+            return small.target.value
+    return None
+
+
+def _calls_only(stmt: cst.CSTNode, name: str) -> bool:
+    """A module-level statement whose references to ``name`` are calls (``asyncio.run(main())``, ``main()``)."""
+    ok = [True]
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> bool:
+            if isinstance(n.func, cst.Name) and n.func.value == name:
+                for a in n.args:
+                    a.visit(self)
+                return False
+            return True
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            n.value.visit(self)
+            return False
+
+        def visit_Name(self, n: cst.Name) -> None:
+            if n.value == name:
+                ok[0] = False
+
+    stmt.visit(V())
+    return ok[0]
+
+
+def _calls_of(node: cst.CSTNode, name: str) -> list[cst.Call]:
+    out: list[cst.Call] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            if isinstance(n.func, cst.Name) and n.func.value == name:
+                out.append(n)
+
+    node.visit(V())
+    return out
+
+
+def _describe_stmt(stmt: cst.CSTNode) -> str:
+    if isinstance(stmt, cst.FunctionDef):
+        return f"`{stmt.name.value}`"
+    if isinstance(stmt, cst.ClassDef):
+        return f"class `{stmt.name.value}`"
+    return f"`{code(stmt, 40)}`"
+
+
+def _returns(body: cst.CSTNode) -> list[cst.Return]:
+    out: list[cst.Return] = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_Lambda(self, n: cst.Lambda) -> bool:
+            return False
+
+        def visit_Return(self, n: cst.Return) -> None:
+            if n.value is not None:
+                out.append(n)
+
+    body.visit(V())
+    return out
+
+
+def _subexpr_codes(node: cst.CSTNode) -> list[str]:
+    """Source text of every Attribute / Subscript / Call / Name under ``node`` (to find an input expression)."""
+    out: list[str] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Attribute(self, n: cst.Attribute) -> None:
+            out.append(code(n, 400))
+
+        def visit_Subscript(self, n: cst.Subscript) -> None:
+            out.append(code(n, 400))
+
+        def visit_Call(self, n: cst.Call) -> None:
+            out.append(code(n, 400))
+
+        def visit_Name(self, n: cst.Name) -> None:
+            out.append(n.value)
+
+    node.visit(V())
+    return out
+
+
+def _access_around(root: cst.CSTNode, name: cst.Name) -> Optional[cst.BaseExpression]:
+    """The access ``name.x`` / ``name["k"]`` / ``name.get("k"[, default])`` that contains ``name`` under ``root``."""
+    found: list[Optional[cst.BaseExpression]] = [None]
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            f = n.func
+            if isinstance(f, cst.Attribute) and f.value is name and f.attr.value == "get" and n.args \
+                    and isinstance(n.args[0].value, cst.SimpleString):
+                found[0] = n
+
+        def visit_Subscript(self, n: cst.Subscript) -> None:
+            if n.value is name and len(n.slice) == 1 and isinstance(n.slice[0].slice, cst.Index) \
+                    and isinstance(n.slice[0].slice.value, cst.SimpleString):
+                found[0] = n
+
+        def visit_Attribute(self, n: cst.Attribute) -> None:
+            if n.value is name and found[0] is None:
+                found[0] = n
+
+    root.visit(V())
+    res = found[0]
+    if isinstance(res, cst.Attribute) and res.attr.value == "get":
+        return None
+    return res
+
+
+def _attributes_of(stmt: cst.CSTNode, var: str) -> list[str]:
+    out: list[str] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Attribute(self, n: cst.Attribute) -> None:
+            if isinstance(n.value, cst.Name) and n.value.value == var:
+                out.append(n.attr.value)
+
+    stmt.visit(V())
+    return out
+
+
+def _attribute_nodes(stmts: Sequence[cst.CSTNode], var: Optional[str], attr: str) -> list[cst.Attribute]:
+    out: list[cst.Attribute] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Attribute(self, n: cst.Attribute) -> None:
+            if isinstance(n.value, cst.Name) and n.value.value == var and n.attr.value == attr:
+                out.append(n)
+
+    for s in stmts:
+        s.visit(V())
+    return out
+
+
+def _is_parser_stmt(stmt: cst.CSTNode, args_var: Optional[str]) -> bool:
+    """``parser = argparse.ArgumentParser(...)``, ``parser.add_argument(...)``, ``args = parser.parse_args()``."""
+    if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+        return False
+    text = code(stmt, 10_000)
+    if "ArgumentParser(" in text and text.split("=")[0].strip().isidentifier():
+        return True
+    small = stmt.body[0]
+    if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and isinstance(small.value.func, cst.Attribute):
+        if small.value.func.attr.value in ("add_argument", "add_argument_group", "set_defaults", "add_mutually_exclusive_group"):
+            return True
+    if args_var is not None and _simple_assign_target(stmt) == args_var and "parse_" in text:
+        return True
+    return False
+
+
+def _argparse_defaults(stmts: Sequence[cst.CSTNode]) -> dict[str, Optional[cst.BaseExpression]]:
+    """dest → default of every ``parser.add_argument(...)`` in ``stmts`` (None: a required positional argument)."""
+    out: dict[str, Optional[cst.BaseExpression]] = {}
+    for stmt in stmts:
+        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)):
+            continue
+        call = stmt.body[0].value
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_argument"):
+            continue
+        flags = [a.value.evaluated_value for a in call.args if a.keyword is None and isinstance(a.value, cst.SimpleString)]
+        kw = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+        flags = [f for f in flags if isinstance(f, str)]
+        if not flags:
+            continue
+        longs = [f for f in flags if f.startswith("--")]
+        dest_expr = kw.get("dest")
+        if isinstance(dest_expr, cst.SimpleString) and isinstance(dest_expr.evaluated_value, str):
+            dest = dest_expr.evaluated_value
+        else:
+            dest = (longs[0] if longs else flags[0]).lstrip("-").replace("-", "_")
+        action = kw.get("action")
+        action_s = action.evaluated_value if isinstance(action, cst.SimpleString) else None
+        if "default" in kw:
+            out[dest] = kw["default"]
+        elif action_s == "store_true":
+            out[dest] = cst.Name("False")
+        elif action_s == "store_false":
+            out[dest] = cst.Name("True")
+        elif not flags[0].startswith("-"):
+            out[dest] = None  # a positional argument: required
+        else:
+            out[dest] = cst.Name("None")
+    return out
+
+
+def _media_key(expr: cst.BaseExpression) -> Optional[str]:
+    """The first media part type in a literal input (``input_image`` …), if any."""
+    text = code(expr, 100_000)
+    for key in _IMAGE_KEYS:
+        if f'"{key}"' in text or f"'{key}'" in text:
+            return key
+    return None
+
+
+StmtLike = Union[cst.SimpleStatementLine, cst.BaseCompoundStatement]
+Builder = Callable[..., cst.CSTNode]
