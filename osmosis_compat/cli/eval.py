@@ -68,8 +68,11 @@ class _SetupError(Exception):
     pass
 
 
-def _prepare(args: argparse.Namespace) -> tuple[Any, list[Any], Any, str]:
-    """Load the target, the dataset and the policy; raise :class:`_SetupError` with a readable reason."""
+def _prepare(args: argparse.Namespace) -> tuple[Any, list[Any], Any, str, bool]:
+    """Load the target, the dataset and the policy; raise :class:`_SetupError` with a readable reason.
+
+    Returns ``(agent, rows, policy, protocol, graded)``; ``graded`` is False for a workflow without a grader.
+    """
     from osmosis_compat.evaluation.dataset import DatasetError, read_dataset
     from osmosis_compat.legacy.exceptions import CLIError
     from osmosis_compat.server.agents import AgentSpec, AgentSpecError, url_safe_name
@@ -93,8 +96,17 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, list[Any], Any, str]:
             raise _SetupError(f"the built-in example is not at {EXAMPLES_DIR}; run from a checkout or pass -m and -d")
     elif dataset is None:
         raise _SetupError("-d/--dataset is required with -m")
+    if args.output is not None:
+        _check_output(args.output)  # before the run, not after it
     try:
         target = load_target(module)
+        graded = not (target.kind == "workflow" and target.grader is None)
+        if not graded:
+            from osmosis_compat.evaluation.transcripts import TranscriptRecorder
+
+            print(f"Note: {target.name} has no grader: every row runs and its transcript is recorded, but no row "
+                  "is scored (add a Grader subclass to the entrypoint to get rewards).", file=sys.stderr)
+            target.grader = TranscriptRecorder
         agent = AgentSpec.from_target(target, name=url_safe_name(target.name))  # the name is only a label here
     except (CLIError, AgentSpecError) as exc:
         raise _SetupError(str(exc)) from exc
@@ -103,7 +115,20 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, list[Any], Any, str]:
         items = read_dataset(dataset, offset=args.offset, limit=args.limit)
     except DatasetError as exc:
         raise _SetupError(f"dataset {exc}") from exc
-    return agent, items, _policy(args), protocol
+    return agent, items, _policy(args), protocol, graded
+
+
+def _check_output(output: Path) -> None:
+    """``-o`` must be writable before any row runs (a missing directory used to surface after the whole run)."""
+    import os
+
+    if output.is_dir():
+        raise _SetupError(f"-o {output}: is a directory; name a .jsonl file")
+    parent = output.parent if str(output.parent) else Path(".")
+    if not parent.is_dir():
+        raise _SetupError(f"-o {output}: directory {parent} does not exist (create it first)")
+    if not os.access(parent, os.W_OK) or (output.exists() and not os.access(output, os.W_OK)):
+        raise _SetupError(f"-o {output}: not writable")
 
 
 def _policy(args: argparse.Namespace) -> Any:
@@ -120,6 +145,9 @@ def _policy(args: argparse.Namespace) -> Any:
     base_url = args.base_url or DEFAULT_BASE_URL
     if not base_url.startswith(("http://", "https://")):
         raise _SetupError(f"--base-url must be an http(s) URL, got {base_url!r}")
+    if base_url.rstrip("/").endswith("/chat/completions"):
+        raise _SetupError(f"--base-url is the API base, not the endpoint: did you mean "
+                          f"{base_url.rstrip('/')[: -len('/chat/completions')]}?")
     try:
         key, _ = resolve_api_key(args.api_key_env)
     except ValueError as exc:
@@ -134,7 +162,18 @@ def _policy(args: argparse.Namespace) -> Any:
     return ForwardingPolicy(base_url, args.model, api_key=key, params=params, timeout_s=args.timeout)
 
 
-async def _run(args: argparse.Namespace, agent: Any, items: list[Any], policy: Any, protocol: str) -> int:
+def base_url_hint(base_url: str) -> str:
+    """`` (did you mean <base_url>/v1?)`` when the URL has no ``/v1`` path, the usual cause of a 404; else ``""``."""
+    from urllib.parse import urlsplit
+
+    path = urlsplit(base_url).path.rstrip("/")
+    if path.endswith("/v1") or "/v1/" in path + "/":
+        return ""
+    return f" (did you mean {base_url.rstrip('/')}/v1? OpenAI-compatible servers usually serve the API under /v1)"
+
+
+async def _run(args: argparse.Namespace, agent: Any, items: list[Any], policy: Any, protocol: str,
+               graded: bool = True) -> int:
     from osmosis_compat.evaluation.drivers import RequestOptions
     from osmosis_compat.evaluation.policies import RemotePolicyError
     from osmosis_compat.evaluation.progress import Progress
@@ -148,7 +187,8 @@ async def _run(args: argparse.Namespace, agent: Any, items: list[Any], policy: A
         completion_params["temperature"] = args.temperature
     if args.max_tokens is not None:
         completion_params["max_tokens"] = args.max_tokens
-    options = RequestOptions(max_turns=args.max_turns, completion_params=completion_params, timeout_s=args.timeout)
+    options = RequestOptions(max_turns=args.max_turns, completion_params=completion_params, timeout_s=args.timeout,
+                             graded=graded)
     how = f"{agent.kind} agent {agent.name!r}" + ("" if protocol == agent.kind else f" via the {protocol} protocol (adapter)")
     model = "built-in scripted policy" if not hasattr(policy, "preflight") else f"{policy.model} at {policy.url}"
     if not args.quiet:
@@ -175,15 +215,19 @@ async def _run(args: argparse.Namespace, agent: Any, items: list[Any], policy: A
             on_result=on_result,
         )
     except RemotePolicyError as exc:
-        print(f"Error: the model endpoint failed the preflight call: {exc}", file=sys.stderr)
+        hint = base_url_hint(args.base_url) if args.base_url and " 404" in str(exc) else ""
+        print(f"Error: the model endpoint failed the preflight call: {exc}{hint}", file=sys.stderr)
         return 1
     except asyncio.CancelledError:
         # Ctrl-C: keep what finished — the summary and the JSONL of the rows done so far.
         progress.close()
         done = sorted(finished, key=lambda r: r.row_index)
         print(f"Interrupted: {len(done)} of {len(items)} row(s) finished.", file=sys.stderr)
-        summary = summarize(done, pass_threshold=args.pass_threshold, wall_time_s=time.perf_counter() - started)
+        summary = summarize(done, pass_threshold=args.pass_threshold, wall_time_s=time.perf_counter() - started,
+                            graded=graded)
         print(format_summary(summary, title=f"Evaluation of {agent.name} ({protocol} protocol), interrupted"))
+        if not progress.shows_rows:
+            _print_errors(done)
         if args.output is not None:
             write_results(done, args.output)
             print(f"Per-row results (finished rows): {args.output}")
@@ -197,6 +241,8 @@ async def _run(args: argparse.Namespace, agent: Any, items: list[Any], policy: A
             await policy.aclose()
     progress.close()
     print(format_summary(outcome.summary, title=f"Evaluation of {agent.name} ({protocol} protocol)"))
+    if not progress.shows_rows:  # a terminal (or -q) saw no per-row lines: say why rows failed
+        _print_errors(outcome.results)
     if args.output is not None:
         try:
             write_results(outcome.results, args.output)
@@ -207,6 +253,14 @@ async def _run(args: argparse.Namespace, agent: Any, items: list[Any], policy: A
     if args.strict and outcome.summary.completed < outcome.summary.total:
         return 1
     return 0
+
+
+def _print_errors(results: list[Any]) -> None:
+    from osmosis_compat.evaluation.report import format_first_errors
+
+    errors = format_first_errors(results)
+    if errors:
+        print(errors)
 
 
 def _configure_logging(verbose: bool) -> None:

@@ -28,6 +28,10 @@ class RequestOptions:
     completion_params: dict[str, Any] = field(default_factory=dict)
     timeout_s: float = 300.0
     rollout_id_prefix: str = "eval"
+    graded: bool = True
+    """False for a workflow without a grader: the eval grades with a transcript recorder
+    (:class:`~.transcripts.TranscriptRecorder`), so a finished rollout is ``completed`` with its transcript and no
+    reward instead of a ``grader_error``."""
 
     def rollout_id(self, row: DatasetRow) -> str:
         return f"{self.rollout_id_prefix}-{row.index}"
@@ -148,6 +152,8 @@ class LegacyDriver(Driver):
         if callback.get("status") != "COMPLETED":
             result.category = "agent_error"
             result.error = callback.get("error_message") or f"rollout ended with status {callback.get('status')!r}"
+        elif not self.options.graded:
+            result.status, result.reward = COMPLETED, None  # the recorder's placeholder reward is not a score
         elif result.reward is None:
             result.category = "no_reward"
             result.error = "the agent completed without a reward (ctx.complete(..., reward=None))"
@@ -204,6 +210,10 @@ class WorkflowDriver(Driver):
         if completion.get("status") != "success":
             result.category = completion.get("err_category") or "agent_error"
             result.error = completion.get("err_message") or "the workflow failed without a message"
+        elif not self.options.graded and grader.get("status") == "success":
+            result.status = COMPLETED  # transcripts recorded, nothing scored (no grader)
+            for sample in per_sample.values():
+                sample["reward"] = None
         elif grader.get("status") != "success":
             result.category = "grader_error"
             result.error = grader.get("err_message") or (

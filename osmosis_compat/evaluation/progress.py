@@ -1,27 +1,47 @@
-"""Progress output of an evaluation run: a redrawn bar on a terminal, one plain line per row otherwise."""
+"""Progress output of an evaluation run: one redrawn line on a terminal, one plain line per row otherwise."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
+from collections.abc import Callable
 from typing import TextIO
 
 from .report import COMPLETED, RowResult
 
-__all__ = ["Progress"]
+__all__ = ["Progress", "terminal_width"]
+
+#: ANSI "erase to end of line": a shorter redraw (or a narrowed terminal) leaves no tail of the previous line.
+_ERASE_TO_EOL = "\x1b[K"
+
+
+def terminal_width(stream: TextIO, default: int = 80) -> int:
+    """Columns of the terminal behind ``stream`` (``$COLUMNS`` wins, as in ``shutil``); ``default`` if unknown."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        return os.get_terminal_size(stream.fileno()).columns or default
+    except (AttributeError, OSError, ValueError):
+        return default
 
 
 class Progress:
     """Reports each finished row to ``stream`` (stderr by default).
 
-    On a tty the bar is redrawn in place; otherwise (pipes, CI logs) each row is one line, so logs stay
-    readable. ``quiet=True`` prints nothing.
+    On a tty the line is redrawn in place and always fits the terminal: it is built for the width read at each
+    redraw (the bar shrinks, then the least useful fields go) and kept one column short of it, because a line
+    that reaches the last column makes the terminal wrap and every later ``\\r`` redraw a new line (1,401 lines
+    for 1,500 rows at 80 columns before). Otherwise (pipes, CI logs) each row is one plain line.
+    ``quiet=True`` prints nothing. ``width`` overrides the terminal width (tests).
     """
 
     BAR_WIDTH = 30
+    MIN_BAR_WIDTH = 10
 
     def __init__(self, total: int, *, stream: TextIO | None = None, quiet: bool = False, pass_threshold: float = 1.0,
-                 tty: bool | None = None) -> None:
+                 tty: bool | None = None, width: Callable[[], int] | None = None) -> None:
         self.total = total
         self.stream = stream if stream is not None else sys.stderr
         self.quiet = quiet
@@ -30,40 +50,62 @@ class Progress:
         self.done = 0
         self.failed = 0
         self.passed = 0
+        self._width = width or (lambda: terminal_width(self.stream))
         self._started = time.perf_counter()
+        self._drawn = False
+
+    @property
+    def shows_rows(self) -> bool:
+        """Whether each row's outcome (and error) is printed as its own line."""
+        return not self.quiet and not self.tty
 
     def update(self, result: RowResult) -> None:
+        """Count ``result`` and redraw (tty) or print its line."""
         self.done += 1
         self.failed += result.status != COMPLETED
         self.passed += result.passed
         if self.quiet:
             return
         if self.tty:
-            self._draw()
+            self.stream.write("\r" + self.status_line(self._width()) + _ERASE_TO_EOL)
+            self._drawn = True
         else:
             self.stream.write(self._line(result) + "\n")
-            self.stream.flush()
+        self.stream.flush()
 
     def close(self) -> None:
-        if not self.quiet and self.tty and self.total:
+        """End the redrawn line (the summary starts on a fresh one)."""
+        if not self.quiet and self.tty and self._drawn:
             self.stream.write("\n")
             self.stream.flush()
 
-    def _draw(self) -> None:
-        filled = int(self.BAR_WIDTH * self.done / self.total) if self.total else self.BAR_WIDTH
+    def status_line(self, width: int) -> str:
+        """The redrawn line for a terminal ``width`` columns wide: at most ``width - 1`` characters."""
+        limit = max(1, width - 1)
         elapsed = time.perf_counter() - self._started
         rate = self.done / elapsed if elapsed > 0 else 0.0
-        bar = "#" * filled + "." * (self.BAR_WIDTH - filled)
-        self.stream.write(
-            f"\r[{bar}] {self.done}/{self.total} rows  passed {self.passed}  failed {self.failed}  {rate:.1f} rows/s"
-        )
-        self.stream.flush()
+        count = f"{self.done}/{self.total} rows"
+        fields = [f"passed {self.passed}", f"failed {self.failed}", f"{rate:.1f} rows/s"]
+        full = "  ".join([count, *fields])
+        room = limit - len(full) - 3  # "[" + bar + "] "
+        if room >= self.MIN_BAR_WIDTH:
+            bar_width = min(self.BAR_WIDTH, room)
+            filled = int(bar_width * self.done / self.total) if self.total else bar_width
+            return f"[{'#' * filled}{'.' * (bar_width - filled)}] {full}"
+        for keep in range(len(fields), -1, -1):  # no room for a bar: drop rows/s, then failed, then passed
+            text = "  ".join([count, *fields[:keep]])
+            if len(text) <= limit:
+                return text
+        return f"{self.done}/{self.total} p{self.passed} f{self.failed}"[:limit]
 
     def _line(self, result: RowResult) -> str:
         head = f"[{self.done}/{self.total}] row {result.row_index}: {result.status}"
         if result.status == COMPLETED:
-            verdict = "pass" if result.passed else "fail"
-            tail = f" reward={result.reward:g} ({verdict})"
+            if result.reward is None:
+                tail = " (not scored: no grader)"
+            else:
+                verdict = "pass" if result.passed else "fail"
+                tail = f" reward={result.reward:g} ({verdict})"
         else:
             tail = f" [{result.category}] {result.error}"
         if result.latency_ms is not None:

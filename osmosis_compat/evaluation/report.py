@@ -10,7 +10,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-__all__ = ["RowResult", "Summary", "format_summary", "summarize", "write_results", "last_assistant_text"]
+__all__ = [
+    "RowResult", "Summary", "format_first_errors", "format_summary", "summarize", "write_results",
+    "last_assistant_text",
+]
 
 #: Row statuses: the rollout finished with a usable reward / it ran but failed / the row never ran.
 COMPLETED, FAILED, INVALID = "completed", "failed", "invalid"
@@ -67,19 +70,23 @@ class Summary:
     latency_p95_ms: float | None
     failures_by_category: dict[str, int]
     wall_time_s: float
+    graded: bool = True
+    """False when the agent has no grader: rows are run and recorded but not scored (no pass rate)."""
 
     @property
     def pass_rate(self) -> float | None:
-        """Passed rows over all rows (invalid and failed rows count as not passed); None for an empty run."""
-        return self.passed / self.total if self.total else None
+        """Passed rows over all rows (invalid and failed rows count as not passed); None for an empty run or an
+        ungraded one."""
+        return self.passed / self.total if self.total and self.graded else None
 
     @property
     def rows_per_second(self) -> float | None:
         return self.total / self.wall_time_s if self.wall_time_s > 0 and self.total else None
 
 
-def summarize(results: Sequence[RowResult], *, pass_threshold: float, wall_time_s: float) -> Summary:
-    """Build the :class:`Summary` of ``results``."""
+def summarize(results: Sequence[RowResult], *, pass_threshold: float, wall_time_s: float,
+              graded: bool = True) -> Summary:
+    """Build the :class:`Summary` of ``results`` (``graded=False``: the agent has no grader, nothing is scored)."""
     completed = [r for r in results if r.status == COMPLETED]
     rewards = [r.reward for r in completed if r.reward is not None and math.isfinite(r.reward)]
     latencies = sorted(r.latency_ms for r in results if r.status != INVALID and r.latency_ms is not None)
@@ -98,6 +105,7 @@ def summarize(results: Sequence[RowResult], *, pass_threshold: float, wall_time_
         latency_p95_ms=_percentile(latencies, 95),
         failures_by_category=dict(sorted(categories.items(), key=lambda kv: (-kv[1], kv[0]))),
         wall_time_s=wall_time_s,
+        graded=graded,
     )
 
 
@@ -123,9 +131,11 @@ def format_summary(summary: Summary, *, title: str = "Evaluation summary") -> st
         ("invalid rows", str(summary.invalid)),
         (
             f"pass rate (reward >= {summary.pass_threshold:g})",
-            "-" if rate is None else f"{rate * 100:.1f}% ({summary.passed}/{summary.total})",
+            "- (no grader)" if not summary.graded
+            else "-" if rate is None else f"{rate * 100:.1f}% ({summary.passed}/{summary.total})",
         ),
-        ("reward mean / min / max", " / ".join(num(v) for v in (summary.reward_mean, summary.reward_min, summary.reward_max))),
+        ("reward mean / min / max", "- (no grader)" if not summary.graded else
+         " / ".join(num(v) for v in (summary.reward_mean, summary.reward_min, summary.reward_max))),
         ("latency p50 / p95", f"{num(summary.latency_p50_ms, ' ms', 1)} / {num(summary.latency_p95_ms, ' ms', 1)}"),
         ("wall time", f"{summary.wall_time_s:.2f} s" + (
             f" ({summary.rows_per_second:.1f} rows/s)" if summary.rows_per_second else "")),
@@ -135,6 +145,28 @@ def format_summary(summary: Summary, *, title: str = "Evaluation summary") -> st
     width = max(len(label) for label, _ in rows)
     lines = [title, "-" * max(len(title), width + 20)]
     lines += [f"{label:<{width}}  {value}" for label, value in rows]
+    return "\n".join(lines)
+
+
+def format_first_errors(results: Sequence[RowResult], *, limit: int = 5, width: int = 200) -> str:
+    """The first ``limit`` distinct failure messages, in row order, each with its category, first row and how many
+    rows failed the same way (``""`` when no row failed). Long messages are cut to ``width`` characters."""
+    distinct: dict[tuple[str, str], list[int]] = {}
+    for result in sorted(results, key=lambda r: r.row_index):
+        if result.status == COMPLETED:
+            continue
+        key = (result.category or "unknown", " ".join((result.error or "(no message)").split()))
+        distinct.setdefault(key, []).append(result.row_index)
+    if not distinct:
+        return ""
+    shown = list(distinct.items())[:limit]
+    title = f"First errors ({len(shown)} of {len(distinct)} distinct):" if len(distinct) > limit else "Errors:"
+    lines = [title]
+    for (category, message), rows in shown:
+        if len(message) > width:
+            message = message[: width - 1] + "…"
+        more = f" (and {len(rows) - 1} more row{'s' if len(rows) > 2 else ''})" if len(rows) > 1 else ""
+        lines.append(f"  row {rows[0]}{more} [{category}] {message}")
     return "\n".join(lines)
 
 

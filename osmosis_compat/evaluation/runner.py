@@ -95,6 +95,6 @@ async def run_evaluation(
     ordered = [results[index] for index in sorted(results)]
     return EvalOutcome(
         results=ordered,
-        summary=summarize(ordered, pass_threshold=pass_threshold, wall_time_s=wall),
+        summary=summarize(ordered, pass_threshold=pass_threshold, wall_time_s=wall, graded=options.graded),
         protocol=protocol,
     )
