@@ -61,6 +61,7 @@ class ServePlan:
 
 def run(args: argparse.Namespace) -> int:
     try:
+        check_port_free(args.host, args.port)
         plan = plan_server(args)
         if plan.legacy_loop is not None:
             from osmosis_compat.legacy.serve import serve_agent_loop
@@ -85,6 +86,29 @@ def run(args: argparse.Namespace) -> int:
     except Exception as exc:  # upstream: any failure → "Error: <msg>" and exit 1
         print(f"Error: {exc}", file=sys.stderr)
         return 1
+    except SystemExit as exc:  # uvicorn exits (code 1) when it cannot start, after logging why
+        if exc.code in (0, None):
+            return 0
+        print("Error: the server could not start (see the log above)", file=sys.stderr)
+        return 1
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Raise ``ServeError`` when ``host:port`` cannot be listened on (checked before loading any agent, so a port
+    in use is ``Error: …`` and exit 1 at once instead of uvicorn's log line after the whole start-up)."""
+    import socket
+
+    from osmosis_compat.legacy.exceptions import ServeError
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is no conflict
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise ServeError(f"cannot listen on {host}:{port}: {reason} (is another server running? choose "
+                             "another port with -p/--port)") from exc
 
 
 def plan_server(args: argparse.Namespace) -> ServePlan:
