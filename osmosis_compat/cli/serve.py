@@ -9,19 +9,25 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-HELP = "serve agent loops and workflows (one or several) over the legacy and/or workflow protocol"
+HELP = "serve agent loops and workflows (one or several) to legacy, 0.2.x and today's 0.3.8 controllers"
 DESCRIPTION = """Serve agents over HTTP.
 
   -m module:agent_loop                 a legacy RolloutAgentLoop: exactly the legacy `osmosis serve`
   -m path/to/entrypoint.py             a workflow entrypoint (or module:WorkflowClass / module:backend)
   -m NAME=module:attr                  the same, addressed as NAME
 
+Every agent answers today's Osmosis controller (0.3.8: POST /rollout → 202 + lease, GET /rollout/{id}/result,
+POST /rollout/cancel) besides its own protocol: a legacy loop also the legacy TrainGate (/v1/rollout/init), a
+workflow also the 0.2.x callback controller (POST /rollout with callback URLs).
+
 With several -m (or --expose other than native) one server hosts them all: each agent answers under
-/agents/<name>/ (legacy: /agents/<name>/v1/rollout/init, workflow: /agents/<name>/rollout), the default agent
-(--default, or the only one) also at the root paths, and GET /health lists every agent. See docs/serving.md.
+/agents/<name>/ (legacy: /agents/<name>/v1/rollout/init, workflow and polling: /agents/<name>/rollout), the
+default agent (--default, or the only one) also at the root paths, and GET /health lists every agent. See
+docs/serving.md.
 
 --expose both|legacy|workflow also serves each agent on the other protocol through the adapters.
---api-key (generated unless --local) protects the legacy endpoints; the 0.2.x workflow protocol has none.
+--api-key guards every route that starts a rollout (a lone workflow: every route, as 0.3.8). A key is generated
+unless --local or a lone workflow (whose entrypoint would serve it without one).
 Errors print `Error: <message>` and exit 1."""
 
 
@@ -38,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="accepted for compatibility; osmosis-compat never registers with the Osmosis Platform")
     parser.add_argument("--local", "--local-debug", dest="local_debug", action="store_true",
                         help="local debugging: no API key, no registration")
-    parser.add_argument("--api-key", help="the key controllers must present on the legacy endpoints "
+    parser.add_argument("--api-key", help="the key controllers must present on every route that starts a rollout "
                                           "(default: a generated one, printed at startup)")
     parser.add_argument("--log", metavar="DIR", help="write legacy debug traces under DIR/<timestamp>/")
     parser.add_argument("--expose", choices=("native", "legacy", "workflow", "both"), default="native",
@@ -137,21 +143,26 @@ def plan_server(args: argparse.Namespace) -> ServePlan:
 
 
 def _workflow_plan(args: argparse.Namespace, target: Any) -> ServePlan:
-    """A lone workflow: exactly what its entrypoint would serve (``create_rollout_server``, no inbound auth)."""
+    """A lone workflow: exactly what its entrypoint would serve (``create_rollout_server``; ``--api-key`` as its
+    ``api_key=``)."""
     from osmosis_compat.legacy.exceptions import AgentLoopValidationError
     from osmosis_compat.server.workflow_app import create_rollout_server
 
     if not args.no_validate and not target.validate():
         raise AgentLoopValidationError(f"{target.spec} failed validation (see above; --no-validate skips it)")
-    if args.api_key is not None:
-        raise ValueError("--api-key protects the legacy protocol; the 0.2.x workflow protocol has no inbound auth "
-                         "(use --expose both to also serve this workflow to legacy controllers)")
-    app = create_rollout_server(backend=target.backend())
+    app = create_rollout_server(backend=target.backend(), api_key=args.api_key)
     lines = [
         "RolloutServer (osmosis-compat, workflow protocol)",
         f"  Workflow: {target.name}",
-        f"  Address:  http://{args.host}:{args.port}  (POST /rollout, GET /health)",
+        f"  Address:  http://{args.host}:{args.port}  (POST /rollout, GET /rollout/{{id}}/result, POST /rollout/cancel, "
+        "GET /health)",
+        "  Controllers: 0.3.8 polling (no callback URLs) and 0.2.31 callbacks (callback URLs in the body)",
     ]
+    if args.api_key is not None:
+        lines.append(
+            "  API key:  (provided) required on every route as 'Authorization: Bearer <key>'; a 0.2.31 callback "
+            "controller sends none, so it cannot use this server"
+        )
     if args.log:
         lines.append("  Note: --log writes legacy debug traces; the workflow protocol has none.")
     return ServePlan(app=app, banner="\n".join(lines))
@@ -185,7 +196,7 @@ def _mixed_plan(args: argparse.Namespace, targets: list[tuple[str | None, Any]])
     lines = [
         "RolloutServer (osmosis-compat, mixed)",
         f"  Address:  http://{args.host}:{args.port}",
-        f"  API key:  {shown}  (legacy endpoints)",
+        f"  API key:  {shown}  (every route that starts a rollout)",
         f"  Default agent: {app.default or '(none: address agents under /agents/<name>/)'}",
         "  Agents:",
     ]

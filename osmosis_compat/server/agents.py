@@ -121,12 +121,26 @@ class AgentSpec:
         debug_dir: str | None = None,
         settings: Any = None,
         drain_timeout_seconds: float = 10.0,
+        polling: Any = None,
+        store: Any = None,
     ) -> Any:
-        """The ASGI app serving this agent on ``protocol`` (``"legacy"`` or ``"workflow"``).
+        """The ASGI app serving this agent on ``protocol`` (``"legacy"`` or ``"workflow"``); both also answer the
+        0.3.8 polling protocol.
 
-        ``api_key``/``debug_dir``/``settings`` apply to the legacy protocol (the 0.2.x workflow protocol has no
-        inbound auth and no debug traces); ``drain_timeout_seconds`` bounds the shutdown drain on both.
+        ``api_key`` guards every route that starts a rollout (legacy: ``/v1/rollout/init``; polling and 0.2.x
+        ``/rollout`` routes: ``Bearer <api_key>``); ``debug_dir``/``settings`` apply to the legacy protocol;
+        ``drain_timeout_seconds`` bounds the shutdown drain; ``polling`` is a
+        :class:`~osmosis_compat.server.polling.PollingSettings` (default: upstream's 30 / 120 / 900 s);
+        ``store`` is where rollout state lives (default: in memory).
         """
+        from osmosis_compat.server.polling import PollingSettings
+
+        polling = polling or PollingSettings()
+        timings = {
+            "result_wait_timeout_sec": polling.result_wait_timeout_sec,
+            "polling_lease_timeout_sec": polling.polling_lease_timeout_sec,
+            "result_retention_sec": polling.result_retention_sec,
+        }
         if protocol == "legacy":
             from osmosis_compat.server.legacy_app import create_app
 
@@ -136,12 +150,19 @@ class AgentSpec:
                 api_key=api_key,
                 debug_dir=debug_dir,
                 drain_timeout_seconds=drain_timeout_seconds,
+                store=store,
+                **timings,
             )
         if protocol == "workflow":
             from osmosis_compat.server.workflow_app import create_rollout_server
 
             return create_rollout_server(
-                backend=self.as_backend(), configure_logging=False, drain_timeout_seconds=drain_timeout_seconds
+                backend=self.as_backend(),
+                configure_logging=False,
+                drain_timeout_seconds=drain_timeout_seconds,
+                api_key=api_key,
+                store=store,
+                **timings,
             )
         raise AgentSpecError(f"unknown protocol {protocol!r}; expected one of {', '.join(PROTOCOLS)}")
 

@@ -4,7 +4,10 @@ other one through the adapters.
 Addressing (docs/serving.md):
 
 - every agent has a path prefix ``/agents/<name>``: a legacy controller posts to
-  ``/agents/<name>/v1/rollout/init``, a workflow controller to ``/agents/<name>/rollout``;
+  ``/agents/<name>/v1/rollout/init``, a workflow controller (0.2.x callbacks, or today's 0.3.8 polling) to
+  ``/agents/<name>/rollout``; every agent answers the 0.3.8 polling protocol (``/rollout``,
+  ``/rollout/{id}/result``, ``/rollout/cancel``) — a legacy loop natively, unless it is also exposed on the
+  workflow protocol, whose app then takes all of ``/rollout*``;
   ``/agents/<name>/health`` is the agent's own health (its native protocol's body),
   ``/agents/<name>/platform/health`` the legacy key check;
 - the *default* agent (the only one, or the one named with ``default=``) is also reachable at the root paths
@@ -47,14 +50,16 @@ def create_mixed_app(
     debug_dir: str | None = None,
     settings: Any = None,
     drain_timeout_seconds: float = 10.0,
+    polling: Any = None,
 ) -> MixedRolloutApp:
     """Build one ASGI app serving every agent of ``agents`` on the protocols its ``expose`` asks for.
 
     ``default`` names the agent also served at the root paths (default: the only agent when there is one;
-    with several and no ``default``, the root rollout paths answer 404 listing the agents). ``api_key`` protects
-    the legacy endpoints (``/v1/rollout/init``, ``/platform/health``) as in ``create_app``; the 0.2.x workflow
-    protocol has no inbound auth. ``debug_dir`` gets one sub-directory per agent for legacy debug traces.
-    Raises :class:`MixedAppError` for no agents, two agents with one name, or an unknown ``default``, and
+    with several and no ``default``, the root rollout paths answer 404 listing the agents). ``api_key`` guards
+    every route that starts a rollout, on every agent and protocol (legacy ``/v1/rollout/init`` and
+    ``/platform/health`` as ``create_app``; ``/rollout*`` as 0.3.8's ``create_rollout_server(api_key=…)``).
+    ``debug_dir`` gets one sub-directory per agent for legacy debug traces; ``polling`` sets the 0.3.8 timings
+    (:class:`~.polling.PollingSettings`). Raises :class:`MixedAppError` for no agents, two agents with one name, or an unknown ``default``, and
     :class:`~.agents.AgentSpecError` when an agent cannot be exposed as asked.
     """
     if not agents:
@@ -83,6 +88,7 @@ def create_mixed_app(
                 debug_dir=agent_debug_dir,
                 settings=settings,
                 drain_timeout_seconds=drain_timeout_seconds,
+                polling=polling,
             )
             for protocol in agent.protocols
         }
@@ -104,9 +110,17 @@ class MixedRolloutApp:
         )
 
     def endpoints(self, name: str) -> dict[str, str]:
-        """``{protocol: rollout endpoint path}`` for agent ``name``."""
-        paths = {"legacy": "/v1/rollout/init", "workflow": "/rollout"}
-        return {protocol: f"{AGENTS_PREFIX}{name}{paths[protocol]}" for protocol in self.agents[name].protocols}
+        """``{protocol: rollout endpoint path}`` for agent ``name``: ``legacy`` (TrainGate), ``workflow`` (a 0.2.x
+        callback controller) and ``polling`` (today's 0.3.8 controller, which every agent answers)."""
+        prefix = f"{AGENTS_PREFIX}{name}"
+        protocols = self.agents[name].protocols
+        endpoints = {}
+        if "legacy" in protocols:
+            endpoints["legacy"] = f"{prefix}/v1/rollout/init"
+        if "workflow" in protocols:
+            endpoints["workflow"] = f"{prefix}/rollout"
+        endpoints["polling"] = f"{prefix}/rollout"
+        return endpoints
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -149,6 +163,10 @@ class MixedRolloutApp:
         agent = self.agents[name]
         protocol = _protocol_of(path) or agent.protocols[0]
         app = self.apps[name].get(protocol)
+        if app is None and protocol == "workflow" and agent.kind == "legacy":
+            # /rollout* without an adapted workflow app: the legacy app answers the 0.3.8 polling protocol itself
+            # (and tells a 0.2.x callback controller to use --expose workflow).
+            app = self.apps[name].get("legacy")
         if app is None:
             await _json(
                 send,

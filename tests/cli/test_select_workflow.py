@@ -46,7 +46,7 @@ def test_serve_by_class() -> None:
     plan = serve.plan_server(parse("-m", f"{TWO}:AWorkflow"))
     assert "Workflow: AWorkflow" in plan.banner
     mixed = serve.plan_server(parse("-m", f"a={TWO}:AWorkflow", "-m", f"b={TWO}:BWorkflow", "--local"))
-    assert set(mixed.app.endpoints("a")) == {"workflow"} and set(mixed.app.endpoints("b")) == {"workflow"}
+    assert set(mixed.app.endpoints("a")) == {"workflow", "polling"} and set(mixed.app.endpoints("b")) == {"workflow", "polling"}
 
 
 def test_several_graders_are_still_ambiguous(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -110,10 +110,11 @@ def test_a_lone_workflow_is_served_by_create_rollout_server_and_mixes_with_loops
     plan = serve.plan_server(parse("-m", WORKFLOW, "--no-validate"))
     assert plan.legacy_loop is None and "calc-workflow" in plan.banner
     assert {route.path for route in plan.app.routes} >= {"/rollout", "/health"}
-    with pytest.raises(ValueError, match="no inbound auth"):
-        serve.plan_server(parse("-m", WORKFLOW, "--api-key", "k"))
+    keyed = serve.plan_server(parse("-m", WORKFLOW, "--no-validate", "--api-key", "k"))
+    assert "required on every route" in keyed.banner  # 0.3.8's create_rollout_server(api_key=...)
     mixed = serve.plan_server(parse("-m", WORKFLOW, "-m", CALCULATOR, "--expose", "both", "--local"))
     assert mixed.app.endpoints("calc-workflow") == {
         "workflow": "/agents/calc-workflow/rollout", "legacy": "/agents/calc-workflow/v1/rollout/init",
+        "polling": "/agents/calc-workflow/rollout",
     }
     assert "(adapted)" in mixed.banner

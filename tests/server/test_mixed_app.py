@@ -49,7 +49,9 @@ async def test_root_paths_reach_the_default_agent_and_health_lists_all() -> None
     assert record.reward == 0.5  # the echo loop answered
     assert health["status"] == "healthy" and health["default_agent"] == "echo"
     assert set(health["agents"]) == {"calc", "echo"}
-    assert health["agents"]["calc"]["endpoints"] == {"legacy": "/agents/calc/v1/rollout/init"}
+    assert health["agents"]["calc"]["endpoints"] == {
+        "legacy": "/agents/calc/v1/rollout/init", "polling": "/agents/calc/rollout",
+    }
     assert health["agents"]["echo"]["health"]["completed_rollouts"] == 1
     assert health["agent_loop"] == "echo"  # single-agent health keys of the default agent
     assert agent_health["agent_loop"] == "calculator" and agent_health["status"] == "healthy"
@@ -65,9 +67,12 @@ async def test_without_default_root_paths_list_the_agents_and_unknown_names_404(
             invalid = await client.post(f"{server.url}/agents/calc/v1/rollout/init", json={"rollout_id": "x"})
     finally:
         await server.close()
-    assert root.status_code == 404 and root.json()["agents"]["echo"] == {"legacy": "/agents/echo/v1/rollout/init"}
+    assert root.status_code == 404 and root.json()["agents"]["echo"] == {
+        "legacy": "/agents/echo/v1/rollout/init", "polling": "/agents/echo/rollout",
+    }
     assert unknown.status_code == 404 and unknown.json()["agents"] == ["calc", "echo"]
-    assert not_exposed.status_code == 404 and "not served on the workflow protocol" in not_exposed.json()["detail"]
+    # a legacy loop answers today's polling controller on /rollout itself: an empty body is a validation error
+    assert not_exposed.status_code == 422 and not_exposed.json()["detail"][0]["loc"][0] == "body"
     assert invalid.status_code == 422  # the legacy app itself validated the body
 
 

@@ -50,7 +50,7 @@ async def test_two_legacy_loops_and_a_workflow_in_one_server() -> None:
     assert health["agents"]["wf"] == {
         "kind": "workflow",
         "protocols": ["workflow"],
-        "endpoints": {"workflow": "/agents/wf/rollout"},
+        "endpoints": {"workflow": "/agents/wf/rollout", "polling": "/agents/wf/rollout"},
         "health": wf_health,
     }
     assert wf_health["status"] == "ok"
@@ -85,7 +85,7 @@ async def test_each_agent_reached_on_the_other_protocol_through_the_adapters() -
     assert all(len(r.body["tools"]) == 4 for r in calc_workflow_side.chat_requests)
     assert wf_native.rewards == {"calc": 1.0} and (calc_native.status, calc_native.reward) == ("COMPLETED", 1.0)
     assert health["agents"]["calc"]["endpoints"] == {
-        "legacy": "/agents/calc/v1/rollout/init", "workflow": "/agents/calc/rollout",
+        "legacy": "/agents/calc/v1/rollout/init", "workflow": "/agents/calc/rollout", "polling": "/agents/calc/rollout",
     }
     assert health["agents"]["wf"]["protocols"] == ["workflow", "legacy"]
 

@@ -540,3 +540,36 @@ async def test_a_thousand_concurrent_long_polls() -> None:
         results = await asyncio.gather(*(controller.wait_for_result(url, a, timeout=60) for a in admissions))
     assert len(results) == count
     assert all(result["status"] == "success" and result["sample"]["reward"] == 1.0 for result, _, _ in results)
+
+
+# -- one server, many agents --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("expose", ["native", "both"])
+async def test_mixed_server_serves_every_agent_to_the_polling_controller(expose: str) -> None:
+    """A legacy loop and a 0.3 workflow side by side: each under /agents/<name>/rollout (docs/serving.md)."""
+    from osmosis_compat.server.agents import AgentSpec
+    from osmosis_compat.server.mixed_app import create_mixed_app
+
+    legacy = _import_file(str(ROOT / "examples/legacy/calculator_agent.py")).agent_loop
+    workflow = _import_file(str(ROOT / "examples/modern/v03/strands_calculator.py")).backend
+    app = create_mixed_app(
+        [AgentSpec("calc", loop=legacy, expose=expose), AgentSpec("strands", backend=workflow, expose=expose)],
+        default="calc",
+    )
+    row = json.loads(CALC_ROWS[1])
+    async with served(app) as (url, controller):
+        records = {
+            name: await controller.run_rollout(
+                f"{url}/agents/{name}", rollout_id=f"mx-{name}", initial_messages=calc_prompt(row), label=row["ground_truth"]
+            )
+            for name in ("calc", "strands")
+        }
+        root = await controller.run_rollout(url, rollout_id="mx-root", initial_messages=calc_prompt(row), label=row["ground_truth"])
+        cancel = (await controller.cancel(f"{url}/agents/strands", ids=["mx-strands"])).json()
+    assert all(r.status == "success" and r.reward == 1.0 for r in records.values()), {n: r.result for n, r in records.items()}
+    assert root.status == "success" and root.reward == 1.0  # the default agent at the root paths
+    assert cancel == {"dispositions": {"mx-strands": "not_found"}}  # finished: routed to the agent that ran it
+    # the loop's calls: non-streaming with tools in the body; the Strands agent's: streaming
+    assert all(not r.body.get("stream") and r.body["tools"] for r in records["calc"].chat_requests)
+    assert all(r.body.get("stream") for r in records["strands"].chat_requests)
