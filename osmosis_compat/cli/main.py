@@ -10,10 +10,11 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from osmosis_compat import __version__
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "main", "parse_command_line"]
 
 _COMMANDS = {
     "serve": "osmosis_compat.cli.serve",
@@ -24,19 +25,44 @@ _COMMANDS = {
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``osmosis-compat`` parser; each subcommand parser is also in ``parser.subcommands[name]``."""
     parser = argparse.ArgumentParser(
         prog="osmosis-compat",
         description="Run legacy RolloutAgentLoop agents and AgentWorkflow/Grader agents on one runtime.",
     )
     parser.add_argument("-V", "--version", action="version", version=f"osmosis-compat {__version__}")
+    add_subcommands(parser, _COMMANDS)
+    return parser
+
+
+def add_subcommands(parser: argparse.ArgumentParser, commands: dict[str, str]) -> Any:
+    """One subparser per ``{name: module}``; a module has ``HELP``, ``DESCRIPTION``, ``add_arguments`` and
+    ``run``. The subparsers are kept in ``parser.subcommands`` (see :func:`parse_command_line`); returns the
+    subparsers action, for more subcommands."""
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, module_name in _COMMANDS.items():
+    subcommands: dict[str, argparse.ArgumentParser] = {}
+    for name, module_name in commands.items():
         module = importlib.import_module(module_name)
         command_parser = sub.add_parser(name, help=module.HELP, description=module.DESCRIPTION,
                                         formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(command_parser)
         command_parser.set_defaults(_run=module.run)
-    return parser
+        subcommands[name] = command_parser
+    parser.subcommands = subcommands  # type: ignore[attr-defined]
+    return sub
+
+
+def parse_command_line(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """``parser.parse_args``, except that an unknown flag after a subcommand is reported with *that subcommand's*
+    usage (argparse reports it with the top-level usage, which does not list the subcommand's flags)."""
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        command_parser = getattr(parser, "subcommands", {}).get(getattr(args, "command", None), parser)
+        if getattr(command_parser, "accepts_any_arguments", False):
+            args.rest = list(extras)
+            return args
+        command_parser.error(f"unrecognized arguments: {' '.join(extras)}")
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -44,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Python's default warning filters apply: users see their own warnings (upstream's CLI silenced every warning;
     # we fix the causes of library warnings instead — see tests/cli/test_warnings.py).
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_command_line(parser, argv)
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2

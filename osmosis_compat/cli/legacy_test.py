@@ -1,0 +1,317 @@
+"""``osmosis test``: upstream's agent test mode (spec/legacy-protocol.md §2.17.3) on osmosis-compat's runner.
+
+Each dataset row runs as one legacy rollout, **sequentially**, through the real rollout app on 127.0.0.1 and the
+fake TrainGate (as ``osmosis-compat eval`` does), whose model calls go to:
+
+- ``--base-url URL``: any OpenAI-compatible endpoint (the model name without its ``openai/`` prefix);
+- otherwise the model's provider: ``gpt-5-mini`` / ``openai/<model>`` → the OpenAI API with ``--api-key`` or
+  ``OPENAI_API_KEY``. Other providers went through LiteLLM upstream, which osmosis-compat does not use: point
+  ``--base-url`` at an OpenAI-compatible endpoint for them;
+- ``--model builtin`` (osmosis-compat only): the built-in deterministic policy — no key, no network.
+
+A row succeeds when the rollout ends ``COMPLETED`` (the reward is shown, not judged); exit 1 if any row failed.
+``-i/--interactive`` steps through each rollout model call by model call (``--row N``: only row ``N``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from osmosis_compat.evaluation.drivers import LegacyDriver, RequestOptions
+
+HELP = "run a dataset through an agent loop, row by row, against a model (upstream `osmosis test`)"
+DESCRIPTION = __doc__
+
+DEFAULT_MODEL = "gpt-5-mini"
+BUILTIN_MODEL = "builtin"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-m", "--module", "--agent", dest="module", metavar="MODULE:ATTR",
+                        help="the agent loop (module:attr or path.py:attr)")
+    parser.add_argument("--mcp", metavar="DIR", help="not supported: MCP agent loops are not part of osmosis-compat")
+    parser.add_argument("-d", "--dataset", type=Path, required=True, help="a .jsonl or .csv dataset")
+    parser.add_argument("--model", default=DEFAULT_MODEL,
+                        help=f"model (default {DEFAULT_MODEL}); '{BUILTIN_MODEL}' = the built-in deterministic policy")
+    parser.add_argument("--limit", type=int, help="at most this many rows")
+    parser.add_argument("--offset", type=int, default=0, help="skip this many rows first")
+    parser.add_argument("--api-key", help="the model endpoint's key (default: OPENAI_API_KEY)")
+    parser.add_argument("--base-url", help="an OpenAI-compatible base URL (…/v1)")
+    parser.add_argument("--max-turns", type=int, default=10, help="max_turns of each rollout request (default 10)")
+    parser.add_argument("--max-tokens", type=int, help="max_tokens sent with every model call")
+    parser.add_argument("--temperature", type=float, help="temperature sent with every model call")
+    parser.add_argument("--debug", action="store_true", help="write the agents' debug traces to ./test_debug/")
+    parser.add_argument("-o", "--output", type=Path, metavar="FILE", help="write the results as JSON to FILE")
+    parser.add_argument("-q", "--quiet", action="store_true", help="only the summary")
+    parser.add_argument("-i", "--interactive", action="store_true",
+                        help="step through each rollout model call by model call")
+    parser.add_argument("--row", type=int, help="with --interactive: only this row (its index in the dataset)")
+
+
+class _TestError(Exception):
+    pass
+
+
+def run(args: argparse.Namespace) -> int:
+    """``osmosis test``: exit 0 when every row completed, 1 otherwise or on a setup error."""
+    try:
+        agent, rows, policy = _prepare(args)
+    except _TestError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
+    return asyncio.run(_run(args, agent, rows, policy))
+
+
+def _prepare(args: argparse.Namespace) -> tuple[Any, list[Any], Any]:
+    from osmosis_compat.evaluation.dataset import DatasetError, DatasetRow, read_dataset
+    from osmosis_compat.legacy.exceptions import CLIError
+    from osmosis_compat.server.agents import AgentSpec, AgentSpecError, url_safe_name
+
+    from .targets import load_target
+
+    if args.mcp:
+        raise _TestError("--mcp: MCP agent loops are not part of osmosis-compat; wrap the MCP server's tools in a "
+                         "RolloutAgentLoop and pass it with -m")
+    if not args.module:
+        raise _TestError("-m/--module is required")
+    if args.row is not None and not args.interactive:
+        raise _TestError("--row requires --interactive")
+    if args.offset < 0 or (args.limit is not None and args.limit < 0):
+        raise _TestError("--offset and --limit must be >= 0")
+    if args.output is not None and not (args.output.parent if str(args.output.parent) else Path(".")).is_dir():
+        raise _TestError(f"-o {args.output}: directory {args.output.parent} does not exist")
+    policy = _policy(args)
+    try:
+        target = load_target(args.module)
+        agent = AgentSpec.from_target(target, name=url_safe_name(target.name))
+    except (CLIError, AgentSpecError) as exc:
+        raise _TestError(str(exc)) from exc
+    try:
+        items = read_dataset(args.dataset, offset=args.offset, limit=args.limit)
+    except DatasetError as exc:
+        raise _TestError(f"dataset {exc}") from exc
+    if args.row is not None:
+        items = [item for item in items if item.index == args.row]
+        if not items:
+            raise _TestError(f"--row {args.row}: no such row in {args.dataset}")
+    bad = [item for item in items if not isinstance(item, DatasetRow)]
+    if bad:
+        raise _TestError(f"dataset row {bad[0].index}: {bad[0].message}")
+    return agent, items, policy
+
+
+def _policy(args: argparse.Namespace) -> Any:
+    from osmosis_compat.evaluation.policies import DEFAULT_BASE_URL, ForwardingPolicy
+
+    if args.model == BUILTIN_MODEL and args.base_url is None:
+        from osmosis_compat.testing import ScriptedPolicy
+
+        return ScriptedPolicy()
+    provider, slash, name = args.model.partition("/")
+    if not slash:
+        provider, name = "openai", args.model
+    if args.base_url is not None:
+        if not args.base_url.startswith(("http://", "https://")):
+            raise _TestError(f"--base-url must be an http(s) URL, got {args.base_url!r}")
+        # Upstream routed any model name through litellm's openai/ provider with --base-url: the name, sans prefix.
+        model, base_url = (name if provider == "openai" else args.model), args.base_url
+    elif provider != "openai":
+        raise _TestError(f"--model {args.model}: provider {provider!r} went through LiteLLM upstream, which "
+                         "osmosis-compat does not use; pass --base-url with an OpenAI-compatible endpoint for it")
+    else:
+        model, base_url = name, DEFAULT_BASE_URL
+    import os
+
+    key = args.api_key or os.environ.get("OPENAI_API_KEY")
+    if key is None and args.base_url is None:
+        raise _TestError("no API key for the OpenAI API: set OPENAI_API_KEY or pass --api-key "
+                         f"(or --model {BUILTIN_MODEL} for the built-in deterministic policy)")
+    params: dict[str, Any] = {}
+    if args.temperature is not None:
+        params["temperature"] = args.temperature
+    if args.max_tokens is not None:
+        params["max_tokens"] = args.max_tokens
+    return ForwardingPolicy(base_url, model, api_key=key, params=params)
+
+
+class InteractivePolicy:
+    """Wraps the run's policy: before each model call, waits for a command on ``stdin``.
+
+    Commands: ``n`` (next: make this call, show the reply, stop before the next one), ``c`` (continue: run the rest
+    of this row without stopping), ``m`` (show the messages), ``t`` (show the tools), ``q`` (quit: this call fails,
+    the run stops after this row). End of input means ``c`` for every later call.
+    """
+
+    PROMPT = "[n]ext [c]ontinue [m]essages [t]ools [q]uit > "
+
+    def __init__(self, inner: Any, *, stdin: TextIO | None = None, stdout: TextIO | None = None) -> None:
+        self.inner = inner
+        self.accepts_request_params = getattr(inner, "accepts_request_params", False)
+        self.stdin = stdin or sys.stdin
+        self.stdout = stdout or sys.stdout
+        self.row: int | None = None
+        self.calls = 0
+        self.stepping = True
+        self.quit = False
+        self._eof = False
+
+    def start_row(self, row: int) -> None:
+        """A new rollout: number its calls from 1 and stop before the first one again."""
+        self.row, self.calls, self.stepping = row, 0, not self._eof
+
+    async def areply(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                     **kwargs: Any) -> dict[str, Any]:
+        """Ask the user, then the wrapped policy; show the reply while stepping."""
+        from .demo import format_message
+
+        self.calls += 1
+        if self.quit:
+            raise RuntimeError("quit by the user")
+        if self.stepping:
+            self._say(f"\n--- row {self.row}, model call {self.calls}: {len(messages)} message(s), "
+                      f"{len(tools or [])} tool(s); last: {format_message(messages[-1]).strip() if messages else '-'}")
+            while True:
+                command = await self._ask()
+                if command in ("n", "next", ""):
+                    break
+                if command in ("c", "continue"):
+                    self.stepping = False
+                    break
+                if command in ("m", "messages"):
+                    for message in messages:
+                        self._say("   " + format_message(message))
+                elif command in ("t", "tools"):
+                    for tool in tools or []:
+                        function = tool.get("function", {})
+                        self._say(f"   {function.get('name')}: {function.get('description', '')}  "
+                                  f"{json.dumps(function.get('parameters', {}))}")
+                    if not tools:
+                        self._say("   (no tools)")
+                elif command in ("q", "quit"):
+                    self.quit = True
+                    raise RuntimeError("quit by the user")
+                else:
+                    self._say(f"   unknown command {command!r}")
+        reply = await self.inner.areply(messages, tools, **kwargs)
+        if self.stepping:
+            message = (reply.get("choices") or [{}])[0].get("message", {})
+            self._say("   reply: " + format_message(message).strip())
+        return reply
+
+    async def _ask(self) -> str:
+        if self._eof:
+            return "c"
+        self.stdout.write(self.PROMPT)
+        self.stdout.flush()
+        line = await asyncio.to_thread(self.stdin.readline)
+        if not line:
+            self._eof = True
+            self._say("")
+            return "c"
+        return line.strip().lower()
+
+    def _say(self, text: str) -> None:
+        self.stdout.write(text + "\n")
+        self.stdout.flush()
+
+    async def preflight(self) -> None:
+        """The wrapped policy's preflight, if it has one."""
+        if hasattr(self.inner, "preflight"):
+            await self.inner.preflight()
+
+    async def aclose(self) -> None:
+        """Close the wrapped policy, if it holds resources."""
+        if hasattr(self.inner, "aclose"):
+            await self.inner.aclose()
+
+
+async def _run(args: argparse.Namespace, agent: Any, rows: list[Any], policy: Any) -> int:
+    from osmosis_compat.evaluation.policies import RemotePolicyError
+    from osmosis_compat.evaluation.report import COMPLETED
+
+    if args.interactive:
+        policy = InteractivePolicy(policy)
+    params: dict[str, Any] = {}
+    if args.temperature is not None:
+        params["temperature"] = args.temperature
+    if args.max_tokens is not None:
+        params["max_tokens"] = args.max_tokens
+    options = RequestOptions(max_turns=args.max_turns, completion_params=params, rollout_id_prefix="test",
+                           timeout_s=600.0)
+    debug_dir = None
+    if args.debug:
+        debug_dir = str(Path("test_debug").resolve())
+        Path(debug_dir).mkdir(parents=True, exist_ok=True)
+    app = agent.build_app("legacy", debug_dir=debug_dir, drain_timeout_seconds=0.5)
+    driver = _MetricsDriver(app, policy, options)
+    outcomes: list[dict[str, Any]] = []
+    started = time.perf_counter()
+    try:
+        if hasattr(policy, "preflight"):
+            await policy.preflight()
+        async with driver.serving():
+            for row in rows:  # sequentially, as upstream
+                if args.interactive:
+                    policy.start_row(row.index)
+                result = await driver.run(row)
+                success = result.status == COMPLETED or (result.category == "no_reward")  # reward is not judged
+                usage = driver.usage.get(row.index, {})
+                outcomes.append({
+                    "row_index": row.index,
+                    "success": success,
+                    "error": None if success else result.error,
+                    "duration_ms": result.latency_ms,
+                    "token_usage": usage,
+                    "reward": result.reward,
+                    "finish_reason": result.finish_reason,
+                })
+                if not args.quiet:
+                    verdict = "PASS" if success else f"FAIL: {result.error}"
+                    reward = "" if result.reward is None else f" reward={result.reward:g}"
+                    print(f"[{len(outcomes)}/{len(rows)}] row {row.index}: {verdict}{reward} "
+                          f"({result.latency_ms or 0:.0f} ms)")
+                if args.interactive and policy.quit:
+                    break
+    except RemotePolicyError as exc:
+        print(f"Error: the model endpoint failed the preflight call: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if hasattr(policy, "aclose"):
+            await policy.aclose()
+    passed = sum(o["success"] for o in outcomes)
+    summary = {
+        "total": len(outcomes),
+        "passed": passed,
+        "failed": len(outcomes) - passed,
+        "total_duration_ms": round((time.perf_counter() - started) * 1000.0, 3),
+        "total_tokens": sum(o["token_usage"].get("total_tokens", 0) for o in outcomes),
+    }
+    quit_early = args.interactive and policy.quit
+    print(f"\n{'Quit: ' if quit_early else ''}{passed} passed, {summary['failed']} failed"
+          f" ({summary['total']} of {len(rows)} rows, {summary['total_duration_ms'] / 1000:.2f} s, "
+          f"{summary['total_tokens']} tokens)")
+    if args.output is not None:
+        args.output.write_text(json.dumps({"summary": summary, "results": outcomes}, indent=2) + "\n")
+        print(f"Results: {args.output}")
+    return 0 if passed == len(rows) and not quit_early else 1
+
+
+class _MetricsDriver(LegacyDriver):
+    """The eval's legacy driver, also keeping each rollout's token usage (for ``-o``) from its callback."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.usage: dict[int, dict[str, int]] = {}
+
+    def result(self, row: Any, rollout_id: str, record: Any, latency_ms: float) -> Any:
+        metrics = (record.callback or {}).get("metrics") or {}
+        prompt, completion = int(metrics.get("prompt_tokens", 0)), int(metrics.get("response_tokens", 0))
+        self.usage[row.index] = {"prompt_tokens": prompt, "completion_tokens": completion,
+                                 "total_tokens": prompt + completion}
+        return super().result(row, rollout_id, record, latency_ms)
