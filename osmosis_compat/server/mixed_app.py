@@ -137,6 +137,11 @@ class MixedRolloutApp:
                 return
             await _json(send, 200, await self._health())
             return
+        if path in ("/docs", "/openapi.json") and scope["method"] in ("GET", "HEAD"):
+            from .mixed_docs import serve_docs  # one OpenAPI document for all agents (FastAPI docs per sub-app)
+
+            await serve_docs(self, path, scope, receive, send)
+            return
         if path.startswith(AGENTS_PREFIX):
             name, _, rest = path[len(AGENTS_PREFIX):].partition("/")
             if name not in self.agents:
