@@ -2,7 +2,7 @@
 
 Everything runs on 127.0.0.1 with the built-in deterministic policy: no API key, no network. Each rollout's
 transcript and reward are printed, so a new user sees the whole loop — controller → server → agent → model
-calls → callback — work end to end.
+calls → callback (or, for today's 0.3.8 controller, the long-polled result) — work end to end.
 """
 
 from __future__ import annotations
@@ -60,6 +60,48 @@ async def _run_all(args: argparse.Namespace) -> list[dict[str, Any]]:
          "OpenAI Agents workflow + grader (examples/modern/openai_agents_calculator.py) over /rollout"),
     ):
         results += await _workflow_demo(args, filename, title)
+    for relative, title in (
+        ("legacy/calculator_agent.py", "The same legacy loop, unchanged, for today's controller (0.3.8 polling)"),
+        ("modern/v03/strands_calculator.py", "A Strands workflow written for 0.3 (examples/modern/v03/) for today's controller"),
+        ("modern/v03/openai_agents_calculator.py",
+         "An OpenAI Agents workflow written for 0.3 (examples/modern/v03/) for today's controller"),
+    ):
+        results += await _polling_demo(args, relative, title)
+    return results
+
+
+async def _polling_demo(args: argparse.Namespace, relative: str, title: str) -> list[dict[str, Any]]:
+    """Drive ``examples/<relative>`` the way Osmosis's 0.3.8 controller does: ``POST /rollout`` → 202 + lease, then
+    long-polls of ``GET /rollout/{id}/result``; every agent kind answers it natively."""
+    from osmosis_compat.cli.targets import load_target
+    from osmosis_compat.server.agents import AgentSpec, url_safe_name
+    from osmosis_compat.testing import FakePollingController, ScriptedPolicy, serve_app_async
+
+    _section(title)
+    target = load_target(str(args.examples / relative))
+    agent = AgentSpec.from_target(target, name=url_safe_name(target.name))
+    data = args.examples / relative.split("/")[0] / "data" / "calculator.jsonl"
+    rows = read_rows(data, args.rows)
+    results = []
+    controller = FakePollingController(ScriptedPolicy())
+    async with controller.serve_async():
+        server = await serve_app_async(agent.build_app(agent.kind))
+        try:
+            for index, row in enumerate(rows):
+                record = await controller.run_rollout(
+                    server.url,
+                    rollout_id=f"demo-polling-{agent.name}-{index}",
+                    initial_messages=_prompt(row),
+                    label=row["ground_truth"],
+                    timeout=60,
+                )
+                messages = (record.sample or {}).get("messages") or []
+                _report(args, f"{agent.name} (polling) #{index}", row, messages, record.reward,
+                        f"{record.status} [{' → '.join(record.statuses)}]")
+                results.append({"ok": record.status == "success" and record.reward == 1.0})
+        finally:
+            await server.close()
+            await controller.aclose()
     return results
 
 

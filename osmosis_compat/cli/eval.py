@@ -30,8 +30,9 @@ Exit status: 0 when the run completed (whatever the rows did; use --strict to fa
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-m", "--module", help="the agent: module:attr or a workflow entrypoint (default: the example)")
     parser.add_argument("-d", "--dataset", type=Path, help="a .jsonl or .csv file (default: the example's, without -m)")
-    parser.add_argument("--via", choices=("native", "legacy", "workflow"), default="native",
-                        help="protocol to run the agent on: its own (native), or the other one through the adapter")
+    parser.add_argument("--via", choices=("native", "legacy", "workflow", "polling"), default="native",
+                        help="protocol to run the agent on: its own (native), the other one through the adapter, "
+                             "or today's 0.3.8 polling controller (any agent, natively)")
     model = parser.add_argument_group("model (default: the built-in deterministic policy)")
     model.add_argument("--base-url", help="an OpenAI-compatible base URL (…/v1); implies a real model")
     model.add_argument("--model", help="model name for --base-url (required with it; alone it means the OpenAI API)")
@@ -189,7 +190,11 @@ async def _run(args: argparse.Namespace, agent: Any, items: list[Any], policy: A
         completion_params["max_tokens"] = args.max_tokens
     options = RequestOptions(max_turns=args.max_turns, completion_params=completion_params, timeout_s=args.timeout,
                              graded=graded)
-    how = f"{agent.kind} agent {agent.name!r}" + ("" if protocol == agent.kind else f" via the {protocol} protocol (adapter)")
+    how = f"{agent.kind} agent {agent.name!r}" + (
+        "" if protocol == agent.kind
+        else " via the 0.3.8 polling protocol" if protocol == "polling"
+        else f" via the {protocol} protocol (adapter)"
+    )
     model = "built-in scripted policy" if not hasattr(policy, "preflight") else f"{policy.model} at {policy.url}"
     if not args.quiet:
         print(f"Evaluating {how} on {len(items)} row(s) with the {model}", file=sys.stderr)

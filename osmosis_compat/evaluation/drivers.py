@@ -1,4 +1,5 @@
-"""Driving one dataset row through a served agent, over the legacy or the workflow protocol.
+"""Driving one dataset row through a served agent, over the legacy, the 0.2.x workflow or the 0.3.8 polling
+protocol.
 
 A driver starts the agent's real app on 127.0.0.1 and the matching fake controller (``osmosis_compat.testing``)
 whose model endpoint answers with the run's policy, then turns each row into that protocol's rollout request and
@@ -17,7 +18,7 @@ from typing import Any
 from .dataset import DatasetRow
 from .report import COMPLETED, FAILED, RowResult, last_assistant_text
 
-__all__ = ["RequestOptions", "Driver", "LegacyDriver", "WorkflowDriver", "driver_for"]
+__all__ = ["RequestOptions", "Driver", "LegacyDriver", "PollingDriver", "WorkflowDriver", "driver_for"]
 
 
 @dataclass(frozen=True)
@@ -228,9 +229,63 @@ class WorkflowDriver(Driver):
         return result
 
 
+class PollingDriver(Driver):
+    """Rows as 0.3.8 polling rollouts, driven by :class:`~osmosis_compat.testing.FakePollingController` — what
+    today's Osmosis controller does: ``POST /rollout`` (202 + lease), then long-polls of
+    ``GET /rollout/{id}/result`` until the final result; model calls on the rollout's own URL and bearer.
+
+    Row → ``RolloutInitRequest`` as 0.3.8's local eval: ``initial_messages`` ``[system, user]``,
+    ``label = ground_truth``, ``metadata`` = the row's metadata object, ``extra_fields = {"row_index": i}``. Any
+    agent speaks it natively (a legacy loop sees the label as ``metadata["ground_truth"]``).
+    """
+
+    protocol = "polling"
+    endpoint = "POST /rollout"
+
+    def controller(self) -> Any:
+        from osmosis_compat.testing import FakePollingController
+
+        return FakePollingController(self.policy)
+
+    async def drive(self, row: DatasetRow, rollout_id: str) -> Any:
+        return await self._controller.run_rollout(
+            self._url,
+            rollout_id=rollout_id,
+            initial_messages=row.messages(),
+            label=row.ground_truth,
+            metadata=row.metadata,
+            extra_fields={"row_index": row.index},
+            timeout=self.options.timeout_s,
+        )
+
+    def result(self, row: DatasetRow, rollout_id: str, record: Any, latency_ms: float) -> RowResult:
+        final = record.result
+        sample = final.get("sample") or {}
+        messages = list(sample.get("messages") or [])
+        result = RowResult(
+            row_index=row.index,
+            rollout_id=rollout_id,
+            status=FAILED,
+            latency_ms=latency_ms,
+            messages=messages,
+            final_message=last_assistant_text(messages),
+        )
+        if final.get("status") != "success":
+            result.category = final.get("err_category") or ("cancelled" if final.get("status") == "cancelled" else "agent_error")
+            result.error = final.get("err_message") or f"the rollout ended with status {final.get('status')!r}"
+        elif not self.options.graded:
+            result.status = COMPLETED  # transcript recorded, nothing scored (no grader)
+        elif _float_or_none(sample.get("reward")) is None:
+            result.category = "grader_error"
+            result.error = "the rollout succeeded without a reward"
+        else:
+            result.status, result.reward = COMPLETED, _float_or_none(sample.get("reward"))
+        return result
+
+
 def driver_for(protocol: str, app: Any, policy: Any, options: RequestOptions) -> Driver:
-    """The driver speaking ``protocol`` (``"legacy"`` or ``"workflow"``)."""
-    drivers = {"legacy": LegacyDriver, "workflow": WorkflowDriver}
+    """The driver speaking ``protocol`` (``"legacy"``, ``"workflow"`` or ``"polling"``)."""
+    drivers = {"legacy": LegacyDriver, "workflow": WorkflowDriver, "polling": PollingDriver}
     if protocol not in drivers:
         raise ValueError(f"unknown protocol {protocol!r}")
     return drivers[protocol](app, policy, options)

@@ -56,7 +56,8 @@ async def run_evaluation(
     options = options or RequestOptions()
     # Every row is finished or given up on when the server stops: only a timed-out rollout can still run, and
     # waiting the serving default (10 s) for it would only delay the summary.
-    app = agent.build_app(protocol, drain_timeout_seconds=_DRAIN_S)
+    # Every app answers the polling protocol beside its own: a polling run serves the agent natively.
+    app = agent.build_app(agent.kind if protocol == "polling" else protocol, drain_timeout_seconds=_DRAIN_S)
     driver = driver_for(protocol, app, policy, options)
     results: dict[int, RowResult] = {}
     started = time.perf_counter()

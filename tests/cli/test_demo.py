@@ -8,7 +8,9 @@ def test_demo_drives_all_three_examples(capsys):
     out = capsys.readouterr().out
     assert out.count("status=COMPLETED reward=1.0") == 2
     assert out.count("status=success reward=1.0") == 4
-    assert "6/6 demo rollouts completed with the expected reward." in out
+    # today's controller: the unchanged legacy loop and the two workflows written for 0.3, long-polled
+    assert out.count("(polling) #") == 6 and out.count("→ success] reward=1.0") == 6
+    assert "12/12 demo rollouts completed with the expected reward." in out
 
 
 def test_demo_prints_transcripts(capsys):

@@ -137,6 +137,8 @@ WORKFLOW = str(Path(__file__).resolve().parents[1] / "server" / "calc_workflow.p
         (CALCULATOR, "workflow", "calculator (workflow protocol)"),
         (WORKFLOW, "native", "calc-workflow (workflow protocol)"),
         (WORKFLOW, "legacy", "calc-workflow (legacy protocol)"),
+        (CALCULATOR, "polling", "calculator (polling protocol)"),  # today's 0.3.8 controller, natively
+        (WORKFLOW, "polling", "calc-workflow (polling protocol)"),
     ],
 )
 def test_via_runs_each_kind_on_either_protocol_with_the_same_answers(
