@@ -401,6 +401,7 @@ class _Emit(cst.CSTTransformer):
         self.impure: list[cst.BaseExpression] = []
         self.where: list[cst.CSTNode] = []
         self.nested = 0
+        self.not_refs: set[int] = set()  # attribute and keyword names: never renamed
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         self.nested += 1  # nested defs: their agents and runs were planned too; their returns are theirs
@@ -519,6 +520,19 @@ class _Emit(cst.CSTTransformer):
         if id(original.value) in self.p.exits:
             # `exit(0)` ended the script; in a workflow it ends the rollout
             return cst.Return(value=None, semicolon=updated.semicolon)
+        return updated
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.not_refs.add(id(node.attr))
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self.not_refs.add(id(node.keyword))
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name):
+        new = self.p.renames.get(original.value)
+        if new is not None and id(original) not in self.not_refs:
+            return updated.with_changes(value=new)
         return updated
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute):
@@ -868,6 +882,47 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
             ctx.edit(code_ + "03", func, f"factory `{name}` kept for its other callers; `{new_name}` builds "
                      f"{fw.osmosis_agent[1]} for the workflows")
 
+    # helpers (functions that run agents for a driver: tools, guardrails, sub-steps): converted in place when only
+    # migrated code uses them, else a rollout version beside them; module-level agents only they use move in
+    helper_users: dict[str, list[Plan]] = {}
+    for p in ok:
+        for name in p.helper_plans:
+            helper_users.setdefault(name, []).append(p)
+    for name, users_plans in helper_users.items():
+        hplan = users_plans[0].helper_plans[name]
+        idx = model.functions[name]
+        func = body[idx]
+        assert isinstance(func, cst.FunctionDef)
+        users = model.users(name, skip=[idx])
+        in_place = all(j in inplace_idx or j in moved_idx for j in users) and not model.external.get(name)
+        dep_stmts: list[cst.BaseStatement] = []
+        for dep in hplan.deps:
+            j = model.agents[dep]
+            stmt = _emit_stmt(fw, hplan, body[j])
+            if in_place and not model.external.get(dep) and set(model.users(dep, skip=[j])) <= {idx} | moved_idx:
+                dep_stmts.extend(_tidy([stmt]))
+                removed.add(j)
+                ctx.edit(code_ + "03", body[j], f"module-level agent `{dep}` now built where `{name}` runs it")
+            else:
+                dep_stmts.append(_strip_comments(stmt.with_changes(leading_lines=[])))
+        inner = _emit_body(fw, hplan, _suite(func.body), drop_returns=False)
+        docstring = inner[:1] if inner and _is_docstring(inner[0]) else []
+        inner = [*docstring, *dep_stmts, *inner[len(docstring):]]
+        block = func.body.with_changes(body=inner, footer=[*plan_tail(hplan), *func.body.footer])
+        if in_place:
+            replacements[idx] = [func.with_changes(body=block)]
+            ctx.edit(code_ + "03", func, f"`{name}` now runs {fw.osmosis_agent[1]} (only migrated code uses it)")
+        else:
+            new_name = _unique(f"{name}_for_rollout", top_names)
+            top_names.add(new_name)
+            copy = _strip_comments(func.with_changes(name=cst.Name(new_name), body=block,
+                                                     leading_lines=[cst.EmptyLine(), cst.EmptyLine()]))
+            replacements[idx] = [func, copy]
+            for p in users_plans:
+                p.renames[name] = new_name
+            ctx.edit(code_ + "03", func, f"`{name}` kept for its other users; `{new_name}` runs "
+                     f"{fw.osmosis_agent[1]} for the workflows")
+
     created: list[tuple[str, cst.CSTNode]] = []  # (workflow class, the input statement it was made from)
     for p in plans:
         d = p.driver
@@ -964,9 +1019,13 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
     beside_idx = {p.driver.indices[0] for p in ok if p.mode == "beside"} | {d.indices[0] for d in done_beside}
     for d in done_beside:  # its module-level agents stay for it, as when the workflow was added
         dep_of |= _module_agent_deps(model, set(counts[d.indices[0]]))
-    for name, i in model.functions.items():  # a factory kept for plain callers beside its rollout version
+    for name, i in model.functions.items():  # kept for plain callers beside its rollout version
         if f"{name}_for_rollout" in model.functions:
             beside_idx.add(i)
+    for name in helper_users:  # kept for other users beside its rollout version: its agents stay on purpose
+        if name in {n for p in ok for n in p.renames}:
+            beside_idx.add(model.functions[name])
+            dep_of |= set(helper_users[name][0].helper_plans[name].deps)
     for i, stmt in enumerate(body):
         if i in migrated_idx and i not in beside_idx:
             continue
@@ -1247,6 +1306,9 @@ class _LeftoverMarker(cst.CSTTransformer):
                     f"an agent calls it there — give it {fw.osmosis_agent[1]} with the placeholder model once every "
                     "caller of the tool is a workflow")
         top = self.scopes[0]
+        failed = [p for p in self.plans if p.problems and p.driver.name == top]
+        if failed:
+            return f"{label}: `{top}` could not be migrated (see the TODO there)"
         if top in model.classes:
             return (f"{label}: it is built in `{scope}` and kept on an object; objects built outside a rollout cannot "
                     f"register samples{target}")
@@ -1284,8 +1346,8 @@ def _module_todos(module: cst.Module, fw: Framework, created: list[tuple[str, cs
     table = fw.table
     workflows = [s for s in module.body if isinstance(s, cst.ClassDef) and _is_workflow_class(s, table)]
     graders = [s for s in module.body if isinstance(s, cst.ClassDef) and _is_grader_class(s, table)]
-    if not created and not workflows:
-        return module
+    if not created:
+        return module  # the markers are written by the run that creates the workflows (re-runs find them there)
     code_ = fw.code[:3]
     names = [w.name.value for w in workflows]
     body = list(module.body)

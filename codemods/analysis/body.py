@@ -137,14 +137,15 @@ _INTERACTIVE_RE = re.compile(r"^(input_\w+|\w+_input|get_input|ask_user\w*|promp
 _INTERACTIVE_MODULES = ("click.", "typer.", "rich.prompt.", "questionary.", "inquirer.", "prompt_toolkit.")
 
 
-def _is_interactive_func(name: str) -> bool:
-    """``input``, ``input_with_fallback``, ``get_user_input``, ``Prompt.ask``, ``click.prompt``, ``confirm``…"""
+def _is_interactive_func(name: str, source: str = "") -> bool:
+    """``input``, ``input_with_fallback``, ``get_user_input``, ``Prompt.ask``, ``click.prompt``, ``confirm``…
+    (``name``: the resolved name; ``source``: the callee as written)."""
     last = name.rsplit(".", 1)[-1]
     if name in ("input", "raw_input", "getpass", "getpass.getpass"):
         return True
     if name.startswith(_INTERACTIVE_MODULES) and last in ("prompt", "ask", "confirm", "text", "select"):
         return True
-    if "." in name:
+    if "." in (source or name):
         return False  # a method of some object (`result.to_input_list()`): not a read from the user
     return bool(_INTERACTIVE_RE.match(last))
 
@@ -401,7 +402,7 @@ class _Walker(cst.CSTVisitor):
         if not name:
             return
         last = name.rsplit(".", 1)[-1]
-        if _is_interactive_func(name):
+        if _is_interactive_func(name, func_name):
             kind = "confirm" if "confirm" in last.lower() else "input"
             self.f.process.append(Process(node, self.stmt, self.top, f"`{func_name or name}()`", kind, in_loop, self.nested))
         elif name in ("exit", "quit") or name in _EXIT:

@@ -63,6 +63,9 @@ class ModuleModel:
     bindings: dict[str, int] = field(default_factory=dict)  # how many top-level statements bind a name
     external: dict[str, list[str]] = field(default_factory=dict)  # name → uses in other modules (repo facts)
     filename: str = "<string>"
+    producers: set[str] = field(default_factory=set)  # functions that build and return an agent (factories)
+    runners: set[str] = field(default_factory=set)  # functions with a run site of their own
+    helpers: set[str] = field(default_factory=set)  # runners used by other runners or by agents (tools, guardrails)
 
     def users(self, name: str, skip: Sequence[int] = ()) -> list[int]:
         """Top-level statements (indices) that reference ``name``, except those in ``skip``."""
@@ -249,6 +252,8 @@ class Plan:
     prompt_text: bool = False  # the helper that extracts the prompt's user text is needed
     factories: dict[str, str] = field(default_factory=dict)  # factory called → name of the rollout version
     factory_plans: dict[str, "Plan"] = field(default_factory=dict)  # factories whose agents the driver runs
+    helper_plans: dict[str, "Plan"] = field(default_factory=dict)  # helpers (functions that run agents) it uses
+    renames: dict[str, str] = field(default_factory=dict)  # module-level name → its rollout version
 
 
 # input kinds
@@ -267,30 +272,55 @@ def _is_handler(func: cst.FunctionDef) -> bool:
 
 
 def find_drivers(model: ModuleModel, fw: "Framework") -> list[Driver]:
-    """Top-level functions with a run site, the module-level script code, the ``__main__`` block."""
+    """Top-level functions that run an agent (themselves or through a helper), the module-level script code, the
+    ``__main__`` block. A function that runs an agent and is used by another such function (or by a module-level
+    agent, as a tool or guardrail) is a *helper* (``model.helpers``): it is migrated with its drivers, not as a
+    workflow of its own."""
     out: list[Driver] = []
     body = model.body
     heads = fw.run_heads()
     agent_names = set(model.agents)
-
     producers = {
         name for name, i in model.functions.items()
         if fw.ctor_heads() & model.counts[i].keys() and _returns(body[i].body)
     }
+    model.producers = producers
 
     def may_run(i: int) -> bool:
         c = model.counts[i]
         return bool(heads & c.keys() or agent_names & c.keys() or fw.ctor_heads() & c.keys() or producers & c.keys())
+
+    runners: set[str] = set()  # functions with a run site of their own
+    for name, i in model.functions.items():
+        stmt = body[i]
+        if not has_skip_marker(stmt) and may_run(i) and fw.has_run_site(stmt.body, agent_names, producers):
+            runners.add(name)
+    # functions that reach a runner through calls (one level is what real programs use; two are allowed)
+    reach = set(runners)
+    for _ in range(2):
+        for name, i in model.functions.items():
+            if name not in reach and not has_skip_marker(body[i]) and (set(model.counts[i]) - {name}) & reach:
+                reach.add(name)
+    helpers: set[str] = set()
+    for name in reach:
+        users = model.users(name, skip=[model.functions[name]])
+        by_reach = [j for j in users if isinstance(body[j], cst.FunctionDef) and body[j].name.value in reach]
+        by_agent = [j for j in users if j in model.agents.values()]
+        if name in runners and (by_reach or by_agent or fw.is_tool_decorator(body[model.functions[name]])):
+            helpers.add(name)
+    model.helpers = helpers
+    model.runners = runners
 
     script: list[int] = []
     for i, stmt in enumerate(body):
         if has_skip_marker(stmt):
             continue
         if isinstance(stmt, cst.FunctionDef):
-            if fw.is_tool_decorator(stmt):
-                continue  # a tool (or guardrail) that runs an inner agent stays what it is: see plan_tool
-            if may_run(i) and fw.has_run_site(stmt.body, agent_names, producers):
-                out.append(Driver("function", stmt.name.value, [i], list(_block(stmt.body)), stmt))
+            name = stmt.name.value
+            if name in helpers or fw.is_tool_decorator(stmt):
+                continue
+            if name in runners or (name in reach and set(model.counts[i]) & helpers):
+                out.append(Driver("function", name, [i], list(_block(stmt.body)), stmt))
         elif isinstance(stmt, cst.ClassDef) or _is_import(stmt):
             continue
         elif is_main_guard(stmt):
@@ -347,6 +377,8 @@ class _Planner:
     def run(self) -> Plan:
         if self.d.kind == "factory":
             return self.run_factory()
+        if self.d.kind == "helper":
+            return self.run_helper()
         d, m = self.d, self.m
         deps = self.agent_deps(self.initial_agent_names())
         facts = body_facts(d.stmts, self.fw, set(deps), producers=self.producers())
@@ -357,6 +389,7 @@ class _Planner:
         self.check_callers()
         self.check_structure()
         self.resolve_agents()
+        self.plan_helpers()
         self.choose_entry()
         self.plan_params()
         self.classify_inputs()
@@ -365,6 +398,43 @@ class _Planner:
         self.plan_runs()
         self.plan_samples()
         return self.p
+
+    def run_helper(self) -> Plan:
+        """A function that runs agents for a driver (a helper, a tool, a guardrail): its agents become the Osmosis
+        classes, its runs get a fresh session each time (it may be called many times); its inputs are its own."""
+        d = self.d
+        deps = self.agent_deps(self.initial_agent_names())
+        facts = body_facts(d.stmts, self.fw, set(deps), producers=self.producers())
+        self.p = Plan(driver=d, facts=facts, mode="inplace")
+        self.p.deps = sorted(deps, key=lambda n: self.m.agents[n])
+        self.local_agents = {c.var for c in facts.ctors if c.var} | set(deps)
+        self.entry_kind = ""
+        self.resolve_agents()
+        for run in facts.runs:
+            run.input_kind = KEEP
+        others = (set(facts.loads) & self.m.helpers) - {d.name}
+        if others:
+            self.problem(f"`{d.name}` itself uses the helper `{sorted(others)[0]}` (helpers are migrated one level deep)")
+        self.plan_process_code()
+        self.plan_models()
+        self.plan_runs()
+        self.plan_samples()
+        return self.p
+
+    def plan_helpers(self) -> None:
+        """The helpers the driver uses — called (``await check(x)``) or handed to an agent (``tools=[f]``,
+        ``input_guardrails=[g]``): each is planned; what it cannot do, the driver cannot either."""
+        used = set(self.p.facts.loads) & self.m.helpers
+        for dep in self.p.deps:
+            used |= set(self.m.counts[self.m.agents[dep]]) & self.m.helpers
+        for name in sorted(used - {self.d.name}):
+            func = self.m.body[self.m.functions[name]]
+            assert isinstance(func, cst.FunctionDef)
+            driver = Driver("helper", name, [self.m.functions[name]], list(_block(func.body)), func)
+            plan = _Planner(self.m, self.fw, driver, self.target).run()
+            self.p.helper_plans[name] = plan
+            for problem in plan.problems:
+                self.problem(f"it uses `{name}`, which runs an agent and cannot be migrated with it: {problem}")
 
     def run_factory(self) -> Plan:
         """A function that builds and returns an agent: only its constructors (and their models) are planned."""
@@ -503,7 +573,7 @@ class _Planner:
 
     def producers(self) -> set[str]:
         """Top-level functions of the module that build and return an agent (factories)."""
-        return {name for name in self.m.functions if self.factory(name) is not None}
+        return {name for name in self.m.producers if self.factory(name) is not None}
 
     def use_factory(self, name: str) -> None:
         """The driver runs agents from the factory ``name``: plan the factory too (its agents must be the Osmosis
@@ -656,10 +726,48 @@ class _Planner:
                 continue
             if not uses:
                 continue
-            if prm.default is None:
-                self.problem(f"its parameter `{name}` is used but has no default: a rollout only supplies the prompt")
-            elif f.stores.get(name) is None or True:
+            if prm.default is not None:
                 p.defaults.append((name, prm.default))
+                continue
+            value = self.caller_value(prm)
+            if value is not None:
+                p.defaults.append((name, value))
+                p.notes.append(f"`{name}` = `{code(value, 30)}` as its caller passed it")
+            else:
+                self.problem(f"its parameter `{name}` is used but has no default: a rollout only supplies the prompt")
+
+    def caller_value(self, prm: cst.Param) -> Optional[cst.BaseExpression]:
+        """The constant the one caller in this module (the ``__main__`` block, a module-level call) passes for
+        ``prm`` — a literal, or a command-line option's default — else None."""
+        func = self.d.func
+        assert func is not None
+        params = [x.name.value for x in (*func.params.posonly_params, *func.params.params)]
+        calls: list[tuple[cst.Call, int]] = []
+        for j in self.m.users(self.d.name, skip=self.d.indices):
+            for call in _calls_of(self.m.body[j], self.d.name):
+                calls.append((call, j))
+        if len(calls) != 1:
+            return None
+        call, j = calls[0]
+        name = prm.name.value
+        arg = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
+        if arg is None and name in params:
+            positional = [a for a in call.args if a.keyword is None and not a.star]
+            index = params.index(name)
+            arg = positional[index].value if index < len(positional) else None
+        if arg is None:
+            return None
+        if isinstance(arg, (cst.Integer, cst.Float)) or is_string(arg) or (
+            isinstance(arg, cst.Name) and arg.value in ("True", "False", "None")
+        ):
+            return arg
+        if isinstance(arg, cst.Attribute) and isinstance(arg.value, cst.Name):
+            block = self.m.body[j]
+            stmts = list(_block(block.body)) if isinstance(block, cst.If) else [block]
+            value = _argparse_defaults(stmts).get(arg.attr.value)
+            if value is not None:
+                return value
+        return None
 
     def read_what(self, stmt: cst.CSTNode) -> str:
         for x in self.p.facts.process:
@@ -696,7 +804,8 @@ class _Planner:
         return run.shape.input_arg.value if run.shape.input_arg is not None else None
 
     def deps_of(self, expr: cst.CSTNode, seen: Optional[set[str]] = None) -> set[str]:
-        """Names ``expr`` depends on, through the block's assignments (transitively)."""
+        """Names ``expr`` depends on, through the block's assignments (transitively) — but not through the result
+        of a run: what an agent answered is the agent's output, not the program's input."""
         seen = set() if seen is None else seen
         out: set[str] = set()
         for n in names_in(expr):
@@ -705,11 +814,29 @@ class _Planner:
             seen.add(n.value)
             out.add(n.value)
             for a in self.p.facts.stores.get(n.value, ()):
-                if a.value is not None:
+                if a.value is not None and not self.holds_run(a):
                     out |= self.deps_of(a.value, seen)
             for arg in self.nested_param_args(n.value):
                 out |= self.deps_of(arg, seen)
         return out
+
+    def holds_run(self, a) -> bool:
+        """The assignment stores (something computed from) a run's result: ``r = await Runner.run(...)``,
+        ``r = await drain(r, verbose)``, ``state = r.to_state()`` where ``r`` held a run."""
+        cache = self.__dict__.setdefault("_holds_run", {})
+        key = id(a)
+        if key in cache:
+            return cache[key]
+        cache[key] = False
+        value = a.value
+        result = any(contains(value, r.call) for r in self.p.facts.runs) if value is not None else False
+        if not result and value is not None:
+            for n in names_in(value):
+                if any(self.holds_run(b) for b in self.p.facts.stores.get(n.value, ()) if b is not a):
+                    result = True
+                    break
+        cache[key] = result
+        return result
 
     def nested_param_args(self, name: str) -> list[cst.BaseExpression]:
         """When ``name`` is a parameter of a function defined in the block (``async def ask(prompt)``), the
@@ -855,8 +982,15 @@ class _Planner:
             self.argparse_other = uses
             # dropped if every other use is a model setting the placeholder replaces (checked in plan_models)
         for call, stmt, zero in f.exits:
-            if zero:
+            if zero and _is_expr_stmt_of(stmt, call):
                 p.exits.add(id(call))
+            elif zero:
+                self.problem(f"it ends the process inside an expression (`{code(stmt, 40)}`)")
+        # functions of the module it calls that are interactive themselves (`approved = ask_approval(item)`)
+        for name in sorted(set(f.loads) & set(self.m.functions) - {self.d.name}):
+            what = interactive_function(self.m, self.fw, name)
+            if what:
+                self.problem(f"it calls `{name}()`, which {what}")
         # `while True` around a run without a way out but `break`: a loop the rollout would repeat forever
         for run in f.runs:
             if run.in_loop == "while True" and not any(x.kind == "input" for x in f.process):
@@ -1016,6 +1150,38 @@ def _calls_of(node: cst.CSTNode, name: str) -> list[cst.Call]:
 
     node.visit(V())
     return out
+
+
+_PROCESS_WORDS = re.compile(r"input|exit|quit|sleep|getpass|confirm|prompt|ask|argv|uvicorn|serve|argparse|launch")
+_PROCESS_WHAT = {"input": "asks the user ({})", "confirm": "asks a human to confirm ({})", "argv": "reads {}",
+                 "exit": "ends the process ({})", "sleep": "calls {} (it would block the rollout server)",
+                 "server": "starts a server or UI ({})", "argparse": "parses the command line ({})"}
+
+
+def interactive_function(model: ModuleModel, fw: "Framework", name: str) -> str:
+    """Why the top-level function ``name`` must not run inside a rollout (it reads input, exits, sleeps…), or ""."""
+    cache = model.__dict__.setdefault("_interactive", {})
+    if name in cache:
+        return cache[name]
+    cache[name] = ""
+    i = model.functions.get(name)
+    if i is None or name in model.helpers or name in model.runners:
+        return ""
+    if not any(_PROCESS_WORDS.search(k) for k in model.counts[i]):
+        return ""  # cheap: no word that could be such a call
+    func = model.body[i]
+    assert isinstance(func, cst.FunctionDef)
+    facts = body_facts(list(_block(func.body)), fw, set())
+    if facts.process:
+        x = facts.process[0]
+        cache[name] = _PROCESS_WHAT.get(x.kind, "{}").format(x.what)
+    return cache[name]
+
+
+def _is_expr_stmt_of(stmt: cst.CSTNode, call: cst.Call) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and any(
+        isinstance(small, cst.Expr) and small.value is call for small in stmt.body
+    )
 
 
 def _describe_stmt(stmt: cst.CSTNode) -> str:

@@ -43,6 +43,9 @@ RUNNER_RUN = ("agents.Runner.run", "agents.run.Runner.run")
 RUNNER_SYNC = ("agents.Runner.run_sync", "agents.run.Runner.run_sync")
 RUNNER_STREAMED = ("agents.Runner.run_streamed", "agents.run.Runner.run_streamed")
 PLACEHOLDER = (f"{OAI_MOD}.OsmosisRolloutModel",)
+KNOWN_MODELS = {"LitellmModel", "OpenAIChatCompletionsModel", "OpenAIResponsesModel", "AnyLLMModel",
+                "OpenAIResponsesWSModel"}
+MODEL_ADDRESS = {"model", "openai_client", "base_url", "api_key", "api_base", "client"}  # what only addresses a provider
 TOOL_DECORATORS = (
     "agents.function_tool", "agents.tool.function_tool", "agents.decorators.tool", "agents.tool",
     "agents.input_guardrail", "agents.output_guardrail", "agents.guardrail.input_guardrail",
@@ -86,7 +89,10 @@ class OpenAIFramework(Framework):
         )
 
     def is_session_ctor(self, call: cst.Call) -> bool:
-        resolved = self.table.resolve(call.func) or ""
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value.startswith("from_"):  # RedisSession.from_url(...)
+            func = func.value
+        resolved = self.table.resolve(func) or ""
         return (resolved.startswith("agents.") and resolved.endswith("Session")) and "Osmosis" not in resolved
 
     def model_kind(self, call: cst.Call) -> Optional[str]:
@@ -116,11 +122,31 @@ class OpenAIFramework(Framework):
                 fallback, problem, gone = self.module_model_value(resolved[1])
                 return CtorPlan(module_var=value.value, fallback=fallback, model_note=f"`{value.value}`"), problem, gone
         if isinstance(value, cst.Call):
+            problem = self._model_problem(value)
+            if problem:
+                return CtorPlan(), problem, []
             self.note_replaced(value.func)
         return CtorPlan(model=self._placeholder(), model_note=f"`{code(value, 40)}`"), "", [value]
 
+    def _model_problem(self, call: cst.Call) -> str:
+        """Only models that just address a provider may become the placeholder (sampling lives in ModelSettings);
+        one that carries behaviour of its own (a hosted multi-agent model, a custom class) may not."""
+        resolved = self.table.resolve(call.func) or code(call.func)
+        last = resolved.rsplit(".", 1)[-1]
+        if last not in KNOWN_MODELS:
+            return (f"its model `{code(call, 50)}` is a `{last}`, which the rollout placeholder cannot stand for "
+                    "(only LitellmModel / OpenAIChatCompletionsModel / OpenAIResponsesModel and model names)")
+        extra = [a.keyword.value for a in call.args if a.keyword is not None and a.keyword.value not in MODEL_ADDRESS]
+        if extra or any(a.star for a in call.args):
+            return (f"its model `{last}(...)` sets {', '.join(f'`{e}`' for e in extra) or '`**kwargs`'}, which the "
+                    "rollout placeholder cannot carry")
+        return ""
+
     def module_model_value(self, call: cst.Call) -> tuple[Optional[cst.BaseExpression], str, list]:
         """A module-level model object → the placeholder (OpenAI Agents models carry no sampling settings)."""
+        problem = self._model_problem(call)
+        if problem:
+            return None, problem, []
         self.note_replaced(call.func)
         return self._placeholder(), "", [call]
 
@@ -132,7 +158,7 @@ class OpenAIFramework(Framework):
         shape = run.shape
         who = run.agent or code(shape.agent)
         if shape.method == "run_sync":
-            if run.nested and not run.nested_async:
+            if (run.nested and not run.nested_async) or _sync_helper(planner):
                 return f"it runs `{who}` with Runner.run_sync inside the nested function `{run.nested}`"
             rp.method = "run"
             rp.await_it = True
@@ -156,6 +182,9 @@ class OpenAIFramework(Framework):
         if shape.session is not None:
             return self._user_session(run, rp, planner)
         resumed = self._resumed_from(run, planner)
+        if resumed == "":
+            return (f"it resumes `{who}` from `{code(run.shape.input_arg.value)}`, a RunState that may come from "
+                    "runs with different sessions: resume it in the session of the run it continues by hand")
         if resumed is not None:
             rp.session = resumed
             return None
@@ -166,8 +195,8 @@ class OpenAIFramework(Framework):
         while var in taken:
             var = f"{base}_{n}_session"
             n += 1
-        if run.in_loop or run.nested:
-            name = None  # a fresh session each pass: each pass is its own sample, never the same name twice
+        if run.in_loop or run.nested or planner.d.kind == "helper":
+            name = None  # a fresh session each pass / call: each is its own sample, never the same name twice
         else:
             names = {sp.name for sp in p.sessions}
             name = base
@@ -197,6 +226,17 @@ class OpenAIFramework(Framework):
         stores = p.facts.stores.get(sess.value, [])
         if len(stores) == 1 and stores[0].simple and isinstance(stores[0].value, cst.Call) \
                 and self.is_session_ctor(stores[0].value):
+            for arg in stores[0].value.args:
+                inner = arg.value
+                if isinstance(inner, cst.Name) and any(
+                    isinstance(a.value, cst.Call) and self.is_session_ctor(a.value) for a in p.facts.stores.get(inner.value, ())
+                ):
+                    return (f"its session `{sess.value}` wraps the session `{inner.value}`, which the program "
+                            "also uses: one rollout session (OsmosisMemorySession) cannot stand for both")
+            other = _session_uses_beyond_abc(planner, sess.value)
+            if other:
+                return (f"it calls `{sess.value}.{other}()`, which the rollout's OsmosisMemorySession does not have "
+                        f"(only the Session methods get_items/add_items/pop_item/clear_session)")
             name = None if stores[0].in_loop or stores[0].nested else sess.value
             p.sessions.append(SessionPlan(var=sess.value, name=name, before=None, replaces=stores[0].value))
             return None
@@ -206,28 +246,40 @@ class OpenAIFramework(Framework):
         return f"it passes `session={sess.value}`, which is not a session object built here"
 
     def _resumed_from(self, run: RunSite, planner: "_Planner") -> Optional[str]:
-        """The session of the run a ``RunState`` input continues (``state = result.to_state()``)."""
+        """The session of the run a ``RunState`` input continues (``state = result.to_state()``); "" when the state
+        may come from runs with different sessions (the caller refuses)."""
         inp = run.shape.input_arg.value if run.shape.input_arg is not None else None
         if not isinstance(inp, cst.Name):
             return None
+        found: set[str] = set()
+        resumed = False
         for a in planner.p.facts.stores.get(inp.value, ()):
             v = a.value
             if isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value == "to_state" \
                     and isinstance(v.func.value, cst.Name):
+                resumed = True
                 result_var = v.func.value.value
                 for other in planner.p.facts.runs:
-                    if other is run:
+                    if other is run or not _assigns(other.stmt, result_var):
                         continue
-                    if _assigns(other.stmt, result_var):
-                        rp = planner.p.runs.get(id(other.call))
-                        if rp is not None and rp.session:
-                            return rp.session
-        return None
+                    rp = planner.p.runs.get(id(other.call))
+                    if rp is not None and rp.session:
+                        found.add(rp.session)
+            elif isinstance(v, cst.Call) or isinstance(v, cst.Await):
+                text = code(v, 200)
+                if "RunState" in text:
+                    resumed = True
+        if not resumed:
+            return None
+        return found.pop() if len(found) == 1 else ""
 
     def plan_samples(self, planner: "_Planner") -> Optional[str]:
         p = planner.p
         if not self.target.startswith("0.3"):
             return None
+        if p.helper_plans:
+            return (f"osmosis-ai 0.3 keeps one sample per rollout, and `{sorted(p.helper_plans)[0]}` runs an agent "
+                    "of its own (a sample each time it is called)")
         vars_ = [sp.var or "session" for sp in p.sessions]
         looped = [sp for sp in p.sessions if sp.name is None]
         if len(p.sessions) > 1 or looped:
@@ -281,6 +333,28 @@ class OpenAIFramework(Framework):
         self.ctx.edit("OM206", self.where, f"session `{sp.var}` for the rollout sample ({what})")
         return cst.SimpleStatementLine(body=[cst.Assign(
             targets=[cst.AssignTarget(cst.Name(sp.var))], value=self.session_ctor(sp))])
+
+
+def _sync_helper(planner: "_Planner") -> bool:
+    func = planner.d.func
+    return planner.d.kind == "helper" and func is not None and func.asynchronous is None
+
+
+SESSION_METHODS = {"get_items", "add_items", "pop_item", "clear_session", "session_id", "session_settings"}
+
+
+def _session_uses_beyond_abc(planner: "_Planner", var: str) -> Optional[str]:
+    """The first attribute of session ``var`` the code uses that is not part of the Session protocol."""
+    found: list[str] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Attribute(self, n: cst.Attribute) -> None:
+            if isinstance(n.value, cst.Name) and n.value.value == var and n.attr.value not in SESSION_METHODS:
+                found.append(n.attr.value)
+
+    for stmt in planner.d.stmts:
+        stmt.visit(V())
+    return found[0] if found else None
 
 
 def _assigns(stmt: cst.CSTNode, var: str) -> bool:

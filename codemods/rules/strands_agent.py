@@ -232,7 +232,9 @@ class StrandsFramework(Framework):
     def plan_run(self, run: RunSite, rp: RunPlan, planner: "_Planner") -> Optional[str]:
         p = planner.p
         method = run.shape.method
-        can_await = not run.nested or run.nested_async
+        can_await = (not run.nested or run.nested_async) and not (
+            planner.d.kind == "helper" and planner.d.func is not None and planner.d.func.asynchronous is None
+        )
         if method == "call":
             if can_await:
                 rp.method, rp.await_it = "invoke_async", True
@@ -268,10 +270,15 @@ class StrandsFramework(Framework):
     def plan_samples(self, planner: "_Planner") -> Optional[str]:
         p = planner.p
         built: list[tuple[str, Optional[str], bool]] = []  # (what, literal name, repeated)
+        helper = planner.d.kind == "helper"  # built each time the helper (a tool…) is called
         for c in p.facts.ctors:
             name_arg = kwarg(c.call, "name")
             literal = name_arg.value.evaluated_value if name_arg is not None and isinstance(name_arg.value, cst.SimpleString) else None
-            built.append((c.var or "an agent", literal if isinstance(literal, str) else None, c.in_loop or c.nested is not None))
+            built.append((c.var or "an agent", literal if isinstance(literal, str) else None,
+                          c.in_loop or c.nested is not None or helper))
+        for name, hp in p.helper_plans.items():
+            if self.target.startswith("0.3") and (hp.facts.ctors or hp.deps):
+                built.append((f"the agent of `{name}`", None, True))
         for dep in p.deps:
             if dep in planner.m.groups:
                 continue
@@ -280,7 +287,7 @@ class StrandsFramework(Framework):
             v = assigned_value(planner.m.body[planner.m.agents[dep]])
             name_arg = kwarg(v, "name") if isinstance(v, cst.Call) else None
             literal = name_arg.value.evaluated_value if name_arg is not None and isinstance(name_arg.value, cst.SimpleString) else None
-            built.append((dep, literal if isinstance(literal, str) else None, False))
+            built.append((dep, literal if isinstance(literal, str) else None, helper))
         if self.target.startswith("0.3"):
             if len(built) > 1 or any(r for _, _, r in built):
                 what = ", ".join(f"`{w}`" for w, _, _ in built)
