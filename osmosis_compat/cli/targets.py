@@ -53,11 +53,14 @@ class Target:
             return bool(validate_and_report(self.loop, verbose=verbose))
         from osmosis_compat.workflow.validator import validate_backend
 
-        result = validate_backend(self.workflow, self.workflow_config, self.grader, self.grader_config)
+        # A workflow without a grader can be served and evaluated (its grader callback reports failure, eval
+        # records transcripts), so the CLI does not make upstream's MISSING_GRADER an error: it notes it.
+        result = validate_backend(self.workflow, self.workflow_config, self.grader, self.grader_config,
+                                  require_grader=False)
         if result.valid:
             print(f"Workflow '{self.name}' validated successfully.")
             print(f"  - Workflow: {self.workflow.__name__}")
-            print(f"  - Grader: {self.grader.__name__ if self.grader else '(none)'}")
+            print(f"  - Grader: {self.grader.__name__ if self.grader else '(none: rollouts are not scored)'}")
         else:
             import sys
 

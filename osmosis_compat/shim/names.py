@@ -19,7 +19,10 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CLASHES", "Entry", "STUBS_DIRNAME", "exported_names", "lookup", "resolve_attribute", "served_modules", "stub_file"]
+__all__ = [
+    "CLASHES", "Entry", "STUBS_DIRNAME", "UPSTREAM_HOMES", "exported_names", "lookup", "resolve_attribute",
+    "served_modules", "stub_file", "upstream_modules_for",
+]
 
 LEGACY = "osmosis_compat.legacy"
 WORKFLOW = "osmosis_compat.workflow"
@@ -277,3 +280,23 @@ def stub_file(fullname: str) -> str | None:
     root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(osmosis_compat.__file__))), STUBS_DIRNAME)
     path = os.path.join(root, *stub_relpath(fullname).split("/"))
     return path if os.path.isfile(path) else None
+
+
+UPSTREAM_HOMES: dict[str, str] = {
+    "osmosis_compat.runtime.limiter:ConcurrencyLimiter": "osmosis_ai.rollout.utils.concurrency",
+    "osmosis_compat.runtime.validation:ValidationError": "osmosis_ai.rollout.validator",
+}
+"""``"osmosis_compat.module:Qualname"`` → the ``osmosis_ai`` module upstream defines it in, where that is not the
+module aliasing osmosis-compat's (checked against the real 0.2.31 by tests/workflow/test_upstream_oracle.py)."""
+
+
+def upstream_modules_for(module_name: str, attr_path: str = "") -> list[str]:
+    """The ``osmosis_ai`` modules that may serve ``module_name``'s ``attr_path``, most specific first: the
+    upstream home named in :data:`UPSTREAM_HOMES`, then the modules aliasing ``module_name``."""
+    candidates = []
+    home = UPSTREAM_HOMES.get(f"{module_name}:{attr_path}")
+    if home:
+        candidates.append(home)
+    candidates += sorted((name for name, entry in _TABLE.items() if entry.target == module_name),
+                         key=lambda name: (-name.count("."), name))
+    return candidates

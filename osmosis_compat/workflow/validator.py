@@ -32,65 +32,51 @@ def validate_backend(
     grader_cls: Any = None,
     grader_config: Any = None,
     *,
-    require_grader: bool = False,
+    require_grader: bool = True,
 ) -> ValidationResult:
-    """Check the workflow (and grader) classes can be served; collect every error.
+    """Check the workflow (and grader) classes can be served; collect every error — upstream's codes, messages
+    and fields (tests/workflow/test_upstream_oracle.py compares them with the real 0.2.31).
 
     Codes: ``INVALID_WORKFLOW_CLASS``, ``WORKFLOW_RUN_NOT_ASYNC``, ``WORKFLOW_INIT_FAILED``,
-    ``INVALID_AGENT_NAME`` (resolved name not 1–256 characters), ``MISSING_GRADER`` (only with
-    ``require_grader=True``), ``INVALID_GRADER_CLASS``, ``GRADER_GRADE_NOT_ASYNC``, ``GRADER_INIT_FAILED``.
+    ``INVALID_AGENT_NAME`` (resolved name not 1–256 characters), ``MISSING_GRADER`` (no grader: upstream's
+    verdict, since its preflight required one), ``INVALID_GRADER_CLASS``, ``GRADER_GRADE_NOT_ASYNC``,
+    ``GRADER_INIT_FAILED``. ``require_grader=False`` (osmosis-compat's CLI, which serves and evaluates
+    graderless workflows) leaves out ``MISSING_GRADER``.
     """
     errors: list[ValidationError] = []
-    if not isinstance(workflow_cls, type) or not issubclass(workflow_cls, AgentWorkflow) or workflow_cls is AgentWorkflow:
-        errors.append(
-            ValidationError(
-                "INVALID_WORKFLOW_CLASS",
-                f"{workflow_cls!r} is not a subclass of AgentWorkflow",
-                "workflow",
-            )
-        )
+    workflow_ok = isinstance(workflow_cls, type) and issubclass(workflow_cls, AgentWorkflow) \
+        and workflow_cls is not AgentWorkflow
+    if not workflow_ok:
+        errors.append(ValidationError("INVALID_WORKFLOW_CLASS", "workflow_cls must be a concrete subclass of AgentWorkflow",
+                                      "workflow_cls"))
     else:
         if not _is_async(getattr(workflow_cls, "run", None)):
-            errors.append(
-                ValidationError("WORKFLOW_RUN_NOT_ASYNC", f"{workflow_cls.__name__}.run must be 'async def'", "workflow.run")
-            )
+            errors.append(ValidationError("WORKFLOW_RUN_NOT_ASYNC", "AgentWorkflow.run must be an async method",
+                                          "workflow_cls.run"))
         try:
             workflow_cls(workflow_config)
         except Exception as exc:
-            errors.append(
-                ValidationError(
-                    "WORKFLOW_INIT_FAILED",
-                    f"{workflow_cls.__name__}(workflow_config) raised {type(exc).__name__}: {exc}",
-                    "workflow",
-                )
-            )
+            errors.append(ValidationError("WORKFLOW_INIT_FAILED", f"Failed to instantiate workflow: {exc}",
+                                          "workflow_cls"))
+    if isinstance(workflow_cls, type):
         name = resolved_agent_name(workflow_cls, workflow_config)
         if not 1 <= len(name) <= MAX_AGENT_NAME_LENGTH:
-            errors.append(
-                ValidationError(
-                    "INVALID_AGENT_NAME",
-                    f"agent name must be 1-{MAX_AGENT_NAME_LENGTH} characters, got {len(name)}",
-                    "workflow_config.name",
-                )
-            )
+            errors.append(ValidationError(
+                "INVALID_AGENT_NAME",
+                f"Resolved agent name must be between 1 and {MAX_AGENT_NAME_LENGTH} characters", "name"))
     if grader_cls is None:
         if require_grader:
-            errors.append(ValidationError("MISSING_GRADER", "a Grader subclass is required", "grader"))
+            errors.append(ValidationError("MISSING_GRADER", "grader_cls is required for LocalBackend validation",
+                                          "grader_cls"))
     elif not isinstance(grader_cls, type) or not issubclass(grader_cls, Grader) or grader_cls is Grader:
-        errors.append(ValidationError("INVALID_GRADER_CLASS", f"{grader_cls!r} is not a subclass of Grader", "grader"))
+        errors.append(ValidationError("INVALID_GRADER_CLASS", "grader_cls must be a concrete subclass of Grader",
+                                      "grader_cls"))
     else:
         if not _is_async(getattr(grader_cls, "grade", None)):
-            errors.append(
-                ValidationError("GRADER_GRADE_NOT_ASYNC", f"{grader_cls.__name__}.grade must be 'async def'", "grader.grade")
-            )
+            errors.append(ValidationError("GRADER_GRADE_NOT_ASYNC", "Grader.grade must be an async method",
+                                          "grader_cls.grade"))
         try:
             grader_cls(grader_config)
         except Exception as exc:
-            errors.append(
-                ValidationError(
-                    "GRADER_INIT_FAILED",
-                    f"{grader_cls.__name__}(grader_config) raised {type(exc).__name__}: {exc}",
-                    "grader",
-                )
-            )
+            errors.append(ValidationError("GRADER_INIT_FAILED", f"Failed to instantiate grader: {exc}", "grader_cls"))
     return ValidationResult(valid=not errors, errors=errors)

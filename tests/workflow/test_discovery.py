@@ -124,12 +124,14 @@ def test_validate_backend_error_codes() -> None:
         return [e.code for e in validate_backend(*args, **kwargs).errors]
 
     assert codes(EchoWorkflow, echo_config, LabelGrader, grader_config) == []
-    assert codes(int, None) == ["INVALID_WORKFLOW_CLASS"]
-    assert codes(AgentWorkflow, None) == ["INVALID_WORKFLOW_CLASS"]
-    assert codes(SyncRun, None) == ["WORKFLOW_RUN_NOT_ASYNC"]
-    assert codes(Exploding, None) == ["WORKFLOW_INIT_FAILED"]
-    assert codes(EchoWorkflow, AgentWorkflowConfig(name="x" * 300)) == ["INVALID_AGENT_NAME"]
-    assert codes(EchoWorkflow, None, require_grader=True) == ["MISSING_GRADER"]
+    assert codes(int, None, require_grader=False) == ["INVALID_WORKFLOW_CLASS"]
+    assert codes(AgentWorkflow, None, require_grader=False) == ["INVALID_WORKFLOW_CLASS"]
+    assert codes(SyncRun, None, require_grader=False) == ["WORKFLOW_RUN_NOT_ASYNC"]
+    assert codes(Exploding, None, require_grader=False) == ["WORKFLOW_INIT_FAILED"]
+    assert codes(EchoWorkflow, AgentWorkflowConfig(name="x" * 300), require_grader=False) == ["INVALID_AGENT_NAME"]
+    # Upstream's verdict on a missing grader (its preflight required one); the CLI passes require_grader=False.
+    assert codes(EchoWorkflow, None) == ["MISSING_GRADER"]
+    assert codes(EchoWorkflow, None, require_grader=False) == []
     assert codes(EchoWorkflow, None, str) == ["INVALID_GRADER_CLASS"]
     assert codes(EchoWorkflow, None, SyncGrade) == ["GRADER_GRADE_NOT_ASYNC"]
     result = validate_backend(SyncRun, None, SyncGrade)

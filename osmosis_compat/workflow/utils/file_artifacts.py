@@ -15,6 +15,7 @@ from pathlib import Path
 from osmosis_compat.workflow.utils.identifiers import ensure_single_path_segment
 
 __all__ = [
+    "ArtifactFileState",
     "CREATE_ATTEMPTS",
     "CREATE_BACKOFF_SECONDS",
     "GRADER_ARTIFACTS_SNAPSHOT_DIRNAME",
@@ -72,29 +73,45 @@ async def create_rollout_artifacts_dir(root: Path, rollout_id: str, *, attempts:
     return None  # pragma: no cover
 
 
-def artifact_tree_state(root: Path) -> dict[str, tuple[int, int]]:
-    """``{relative path: (size, mtime_ns)}`` of the regular files under ``root`` (links are not followed)."""
-    state: dict[str, tuple[int, int]] = {}
-    root = Path(root)
-    if not root.is_dir() or root.is_symlink():
-        return state
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames[:] = [d for d in dirnames if not (Path(dirpath) / d).is_symlink()]
-        for name in filenames:
-            path = Path(dirpath) / name
-            if path.is_symlink() or not path.is_file():
+ArtifactFileState = dict[str, tuple[int, int, int]]
+"""``{relative posix path: (size, mtime_ns, ctime_ns)}`` — upstream's change-detection signature."""
+
+
+def _is_link(path: Path) -> bool:
+    """A symlink, or a Windows junction (``Path.is_junction`` exists from Python 3.12)."""
+    is_junction = getattr(path, "is_junction", None)
+    return path.is_symlink() or bool(is_junction and is_junction())
+
+
+def _remove_link(path: Path) -> None:
+    """Remove a link (or junction) without touching its target."""
+    is_junction = getattr(path, "is_junction", None)
+    if is_junction and is_junction():
+        path.rmdir()
+    else:
+        path.unlink()
+
+
+def artifact_tree_state(source: Path) -> ArtifactFileState:
+    """``{relative posix path: (size, mtime_ns, ctime_ns)}`` of the regular files under ``source``; links (and
+    what is under them) are skipped. As upstream 0.2.31."""
+    state: ArtifactFileState = {}
+
+    def visit(directory: Path, relative_dir: Path) -> None:
+        if _is_link(directory) or not directory.is_dir():
+            return
+        for entry in sorted(directory.iterdir(), key=lambda path: path.name):
+            if _is_link(entry):
                 continue
-            stat = path.stat()
-            state[str(path.relative_to(root))] = (stat.st_size, stat.st_mtime_ns)
+            relative = relative_dir / entry.name
+            if entry.is_dir():
+                visit(entry, relative)
+            elif entry.is_file():
+                stat = entry.stat()
+                state[relative.as_posix()] = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+
+    visit(Path(source), Path())
     return state
-
-
-def _inside(path: Path, root: Path) -> bool:
-    try:
-        path.relative_to(root)
-    except ValueError:
-        return False
-    return True
 
 
 def copy_artifact_tree(
@@ -102,35 +119,88 @@ def copy_artifact_tree(
     destination: Path,
     *,
     destination_root: Path,
-    baseline: dict[str, tuple[int, int]] | None = None,
+    baseline: ArtifactFileState | None = None,
     replace_destination: bool = False,
 ) -> int:
-    """Copy the regular files of ``source`` into ``destination`` (only those changed since ``baseline``, if
-    given); return how many were copied.
+    """Merge the regular files of ``source`` into ``destination``; return how many were copied. Upstream 0.2.31's
+    semantics, name for name (tests/workflow/test_upstream_oracle.py compares them with the real package):
 
-    Never follows or creates links and refuses a destination outside ``destination_root`` or reached through a
-    link under it (``ValueError``).
+    - contents only: links and special files in ``source`` are skipped (with a warning), never followed or made;
+    - an entry whose kind changed is replaced (a directory where a file now is, and the other way round);
+    - ``baseline`` (from :func:`artifact_tree_state`) skips files unchanged since; files only in ``destination`` are
+      kept (the merge is additive) unless ``replace_destination`` clears it first;
+    - ``destination`` must lie strictly below ``destination_root`` (``ValueError``); a link among its components
+      below the root raises ``OSError`` (a link *as* the destination itself is replaced by a directory), a file
+      among them ``NotADirectoryError``. Missing components are created. A ``source`` that is missing, not a
+      directory or a link copies nothing.
     """
-    source, destination_root = Path(source), Path(destination_root).resolve()
-    destination = Path(destination)
-    resolved = destination.resolve()
-    if not _inside(resolved, destination_root):
-        raise ValueError(f"destination {destination} is outside {destination_root}")
-    probe = destination.absolute()
-    while _inside(probe, destination_root) and probe != destination_root:
-        if probe.is_symlink():
-            raise ValueError(f"destination {destination} goes through a link ({probe})")
-        probe = probe.parent
-    if replace_destination and resolved.exists():
-        shutil.rmtree(resolved)
-    copied = 0
-    for relative, signature in artifact_tree_state(source).items():
-        if baseline is not None and baseline.get(relative) == signature:
-            continue
-        target = resolved / relative
-        if not _inside(target.resolve(), resolved):
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source / relative, target, follow_symlinks=False)
-        copied += 1
-    return copied
+    source = Path(source)
+    if _is_link(source) or not source.is_dir():
+        return 0
+    trusted_root = Path(destination_root).absolute()
+    destination = Path(destination).absolute()
+    try:
+        relative_destination = destination.relative_to(trusted_root)
+    except ValueError as exc:
+        raise ValueError(f"Artifact destination {destination} is outside trusted root {trusted_root}") from exc
+    if not relative_destination.parts or ".." in relative_destination.parts:
+        raise ValueError("Artifact destination must be strictly below its trusted root")
+
+    # The root is trusted (it may be a mount or a link); below it, walk one component at a time and refuse links
+    # before anything is removed.
+    trusted_root.mkdir(parents=True, exist_ok=True)
+    current = trusted_root
+    for index, part in enumerate(relative_destination.parts):
+        current /= part
+        is_destination = index == len(relative_destination.parts) - 1
+        if _is_link(current):
+            if not is_destination:
+                raise OSError(f"Refusing symlink in artifact destination path: {current}")
+            _remove_link(current)
+        elif current.exists():
+            if not current.is_dir():
+                if not is_destination:
+                    raise NotADirectoryError(f"Artifact destination component is not a directory: {current}")
+                current.unlink()
+            elif is_destination and replace_destination:
+                shutil.rmtree(current)
+            else:
+                continue
+        current.mkdir()
+
+    def copy(directory: Path, target_dir: Path, relative_dir: Path) -> int:
+        copied = 0
+        for entry in sorted(directory.iterdir(), key=lambda path: path.name):
+            target = target_dir / entry.name
+            relative = relative_dir / entry.name
+            if _is_link(entry):
+                logger.warning("Skipping link in artifact tree: %s", entry)
+                continue
+            if entry.is_dir():
+                if _is_link(target):
+                    _remove_link(target)
+                elif target.exists() and not target.is_dir():
+                    target.unlink()
+                target.mkdir(parents=True, exist_ok=True)
+                copied += copy(entry, target, relative)
+                continue
+            if entry.is_file():
+                stat = entry.stat()
+                if baseline is not None and baseline.get(relative.as_posix()) == (
+                    stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns
+                ):
+                    continue
+                if _is_link(target):
+                    _remove_link(target)
+                elif target.is_dir():
+                    shutil.rmtree(target)
+                elif target.exists():
+                    target.unlink()
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(entry, target)
+                copied += 1
+                continue
+            logger.warning("Skipping special file in artifact tree: %s", entry)
+        return copied
+
+    return copy(source, destination, Path())

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from osmosis_compat.runtime.callbacks import WORKFLOW_CALLBACK_POLICY
-from osmosis_compat.runtime.delivery import post_json
+from osmosis_compat.runtime.delivery import ErrorFactory, post_json
 from osmosis_compat.runtime.http import ClientSettings, aclose_clients, get_client
 from osmosis_compat.runtime.retry import Backoff
 
@@ -38,11 +38,40 @@ async def post_json_with_retry(
     timeout_seconds: float = 10.0,
 ) -> httpx.Response:
     """POST ``payload`` as JSON: 429/500/502/503/504 and transport errors retried with delays
-    ``min(base·2^(n-1), max)``; any 2xx returned; any other status raises at once; the last error propagates."""
+    ``min(base·2^(n-1), max)``; any 2xx returned. As upstream: ``ValueError`` for ``max_attempts < 1``; another
+    status raises ``httpx.HTTPStatusError`` at once (``raise_for_status``'s message); a retryable status on the
+    last attempt raises ``httpx.HTTPStatusError("Retryable status code: <n>")``; the last transport error
+    (``httpx.ConnectError``, ``httpx.ReadTimeout`` …) propagates as itself."""
+    if max_attempts < 1:
+        raise ValueError("max_attempts must be >= 1")
     policy = dataclasses.replace(
         WORKFLOW_CALLBACK_POLICY,
         attempts=max_attempts,
         backoff=Backoff(base_delay_seconds, max_delay_seconds),
         client=ClientSettings(timeout_seconds=timeout_seconds),
+        errors=_httpx_errors(url),
     )
     return await post_json(url, payload, policy=policy, headers=headers)
+
+
+_RETRYABLE = frozenset({429, 500, 502, 503, 504})
+
+
+def _httpx_errors(url: str) -> ErrorFactory:
+    """The runtime loop's failures as the httpx exceptions upstream's callers catch."""
+
+    def status_error(status: int, text: str) -> Exception:
+        request = httpx.Request("POST", url)
+        response = httpx.Response(status, text=text, request=request)
+        if status in _RETRYABLE:
+            return httpx.HTTPStatusError(f"Retryable status code: {status}", request=request, response=response)
+        try:
+            response.raise_for_status()
+        except httpx.HTTPStatusError as exc:
+            return exc
+        return httpx.HTTPStatusError(f"Unexpected status code: {status}", request=request, response=response)
+
+    def as_is(exc: Exception) -> Exception:
+        return exc
+
+    return ErrorFactory(status=status_error, unexpected_status=status_error, timeout=as_is, transport=as_is)
