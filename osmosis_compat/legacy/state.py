@@ -10,7 +10,7 @@ from typing import Any
 
 from osmosis_compat.runtime.engine import RolloutEngine
 
-from .config import RolloutSettings, get_settings
+from .config import RolloutServerSettings, RolloutSettings, get_settings
 
 __all__ = ["AppState"]
 
@@ -23,15 +23,26 @@ class AppState:
         max_concurrent: int | None = None,
         record_ttl_seconds: float | None = None,
         cleanup_interval_seconds: float | None = None,
-        settings: RolloutSettings | None = None,
+        settings: RolloutServerSettings | RolloutSettings | None = None,
         agent_loop_name: str = "default",
         *,
         drain_timeout_seconds: float = 10.0,
         store: Any = None,
         instance_id: str | None = None,
     ) -> None:
-        self.settings = settings or get_settings()
-        server = self.settings.server
+        """``settings`` is a ``RolloutServerSettings``, as upstream (default: ``get_settings().server``); a whole
+        ``RolloutSettings`` is accepted too (its ``server`` part is used). ``self.settings`` is the server part."""
+        if settings is None:
+            server = get_settings().server
+        elif isinstance(settings, RolloutSettings):
+            server = settings.server
+        elif isinstance(settings, RolloutServerSettings):
+            server = settings
+        else:
+            raise TypeError(
+                f"settings must be a RolloutServerSettings (or RolloutSettings), got {type(settings).__name__}"
+            )
+        self.settings = server
         # `or`, not `is None`: upstream treats 0 like "not given" (spec §2.13).
         self._max_concurrent = max_concurrent or server.max_concurrent_rollouts
         self.record_ttl = record_ttl_seconds or server.record_ttl_seconds

@@ -144,3 +144,21 @@ def test_singleton_configure_reset(monkeypatch):
     assert config._settings is None
     monkeypatch.setenv("OSMOSIS_ROLLOUT_CLIENT_MAX_RETRIES", "9")
     assert get_settings().client.max_retries == 9
+
+
+def test_app_state_takes_server_settings_as_upstream() -> None:
+    """Upstream's AppState(settings=RolloutServerSettings(...)) (issue 12: was AttributeError 'server')."""
+    from osmosis_compat.legacy.config import RolloutServerSettings, RolloutSettings
+    from osmosis_compat.legacy.state import AppState
+
+    server = RolloutServerSettings(max_concurrent_rollouts=7, record_ttl_seconds=120.0, cleanup_interval_seconds=30.0)
+    state = AppState(settings=server)
+    assert state.settings is server
+    assert (state._max_concurrent, state.record_ttl, state._cleanup_interval) == (7, 120.0, 30.0)
+    assert AppState(max_concurrent=3, settings=server)._max_concurrent == 3
+    assert AppState(max_concurrent=0, settings=server)._max_concurrent == 7  # 0 means "not given", as upstream
+    whole = AppState(settings=RolloutSettings(server=server))  # what create_app hands over
+    assert whole.settings is server and whole._max_concurrent == 7
+    assert AppState().settings.max_concurrent_rollouts == 100
+    with pytest.raises(TypeError, match="RolloutServerSettings"):
+        AppState(settings={"max_concurrent_rollouts": 2})  # type: ignore[arg-type]
