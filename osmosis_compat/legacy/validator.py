@@ -185,7 +185,13 @@ def _check_tools(
         try:
             normalize_tools(tools)
         except ValueError as exc:
-            errors.append(ValidationError("INVALID_TOOL_SCHEMA", str(exc), field="tools"))
+            # Upstream only warned here, then answered 500 to every init with this tool list (docs/legacy-api.md).
+            errors.append(ValidationError(
+                "INVALID_TOOL_SCHEMA",
+                f"{exc} (the server cannot send this tool list: every rollout init would fail; upstream "
+                "osmosis-ai only warned at validation, then answered 500 to every init)",
+                field="tools",
+            ))
     return len(tools)
 
 

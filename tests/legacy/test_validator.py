@@ -115,6 +115,7 @@ def test_missing_description_warns_and_fails_as_the_server_would():
     assert codes(result.warnings) == ["MISSING_FUNCTION_DESCRIPTION"]
     assert codes(result.errors) == ["INVALID_TOOL_SCHEMA"]
     assert "tools[0]: function.description" in result.errors[0].message
+    assert "every rollout init would fail" in result.errors[0].message  # says why this is an error here
 
 
 def test_async_get_tools_is_awaited():
