@@ -249,6 +249,7 @@ class Framework(ABC):
         self.prompt_text_needed = False  # the `_prompt_text` helper must be generated into the module
         self.append_guard: Optional[cst.If] = None  # a `__main__` block to add (the callers were module-level)
         self.where: Optional[cst.CSTNode] = None  # the input statement being converted (line of edits)
+        self.needs_asyncio = False  # `import asyncio` must be there (asyncio.to_thread was written)
 
     # -- recognisers (the analysis asks these)
     def ctor_heads(self) -> set[str]:
@@ -308,6 +309,9 @@ class Framework(ABC):
                     for t in n.targets:
                         if isinstance(t.target, cst.Name):
                             agents.add(t.target.value)
+                        elif isinstance(t.target, cst.Attribute) and isinstance(t.target.value, cst.Name) \
+                                and t.target.value.value == "self":
+                            agents.add(f"self.{t.target.attr.value}")  # kept on the object
 
         node.visit(Collect())
         found = [False]
@@ -514,6 +518,14 @@ class _Emit(cst.CSTTransformer):
             return updated.args[0].value
         if p.factories and isinstance(original.func, cst.Name) and original.func.value in p.factories:
             return updated.with_changes(func=cst.Name(p.factories[original.func.value]))
+        if id(original) in p.thread_calls:
+            # sync code that runs agents: off the event loop (asyncio.to_thread copies the rollout context)
+            fw.needs_asyncio = True
+            return cst.Await(expression=cst.Call(
+                func=cst.Attribute(value=cst.Name("asyncio"), attr=cst.Name("to_thread")),
+                args=[cst.Arg(updated.func, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+                      if updated.args else cst.Arg(updated.func), *updated.args],
+            ))
         return updated
 
     def leave_Expr(self, original: cst.Expr, updated: cst.Expr):
@@ -530,10 +542,18 @@ class _Emit(cst.CSTTransformer):
             self.not_refs.add(id(node.keyword))
 
     def leave_Name(self, original: cst.Name, updated: cst.Name):
+        if id(original) in self.p.text_nodes:
+            return prompt_text_expr()
         new = self.p.renames.get(original.value)
         if new is not None and id(original) not in self.not_refs:
             return updated.with_changes(value=new)
         return updated
+
+    def leave_SimpleString(self, original: cst.SimpleString, updated: cst.SimpleString):
+        return prompt_text_expr() if id(original) in self.p.text_nodes else updated
+
+    def leave_ConcatenatedString(self, original: cst.ConcatenatedString, updated: cst.ConcatenatedString):
+        return prompt_text_expr() if id(original) in self.p.text_nodes else updated
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute):
         return self._subst(original, updated)
@@ -922,6 +942,60 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
                 p.renames[name] = new_name
             ctx.edit(code_ + "03", func, f"`{name}` kept for its other users; `{new_name}` runs "
                      f"{fw.osmosis_agent[1]} for the workflows")
+
+    # classes whose methods run agents: converted in place when only migrated code uses them, else a rollout copy
+    class_users: dict[str, list[Plan]] = {}
+    for p in ok:
+        for name in p.class_plans:
+            class_users.setdefault(name, []).append(p)
+    for name, users_plans in class_users.items():
+        mplans = {id(mp.driver.func): mp for mp in users_plans[0].class_plans[name]}
+        idx = model.classes[name]
+        cls = body[idx]
+        assert isinstance(cls, cst.ClassDef)
+        users = model.users(name, skip=[idx])
+        in_place = all(j in inplace_idx for j in users) and not model.external.get(name)
+        new_methods = []
+        only_here = {d for mp in mplans.values() for d in mp.deps
+                     if in_place and not model.external.get(d)
+                     and set(model.users(d, skip=[model.agents[d]])) <= {idx}}
+        for stmt in _suite(cls.body):
+            mp = mplans.get(id(stmt))
+            if mp is None:
+                new_methods.append(stmt)
+                continue
+            deps = []
+            for d in mp.deps:
+                j = model.agents[d]
+                dep_stmt = _emit_stmt(fw, mp, body[j])
+                if d in only_here and j not in removed:  # the first method that builds it takes its comments
+                    removed.add(j)
+                    deps.extend(_tidy([dep_stmt]))
+                    ctx.edit(code_ + "03", body[j], f"module-level agent `{d}` now built where `{name}` runs it")
+                else:
+                    deps.append(_strip_comments(dep_stmt.with_changes(leading_lines=[])))
+            inner = _emit_body(fw, mp, _suite(stmt.body), drop_returns=False)
+            docstring = inner[:1] if inner and _is_docstring(inner[0]) else []
+            inner = [*docstring, *deps, *inner[len(docstring):]]
+            new_methods.append(stmt.with_changes(body=stmt.body.with_changes(
+                body=inner, footer=[*plan_tail(mp), *stmt.body.footer])))
+        new_cls = cls.with_changes(body=cls.body.with_changes(body=new_methods))
+        if in_place:
+            replacements[idx] = [new_cls]
+            ctx.edit(code_ + "03", cls, f"class `{name}` now builds and runs {fw.osmosis_agent[1]} (only workflows "
+                     "use it)")
+        else:
+            new_name = _unique(f"{name}ForRollout", top_names)
+            top_names.add(new_name)
+            copy = _strip_comments(new_cls.with_changes(name=cst.Name(new_name),
+                                                        leading_lines=[cst.EmptyLine(), cst.EmptyLine()]))
+            replacements[idx] = [cls, copy]
+            for p in users_plans:
+                p.renames[name] = new_name
+            ctx.edit(code_ + "03", cls, f"class `{name}` kept for its other users; `{new_name}` runs "
+                     f"{fw.osmosis_agent[1]} for the workflows")
+        for mp in mplans.values():
+            dep_of.update(mp.deps)
 
     created: list[tuple[str, cst.CSTNode]] = []  # (workflow class, the input statement it was made from)
     for p in plans:
@@ -1386,6 +1460,8 @@ def fw_finish(module: cst.Module, fw: Framework) -> cst.Module:
         module = finish(module)
     if getattr(fw, "prompt_text_needed", False):
         module = _add_prompt_helper(module)
+    if fw.needs_asyncio and ImportTable.of(module).modules.get("asyncio") != "asyncio":
+        module = _add_plain_import(module, "asyncio")
     if fw.needed:
         module = add_imports(module, fw.needed)
     if fw.replaced:
@@ -1419,6 +1495,27 @@ def _add_prompt_helper(module: cst.Module) -> cst.Module:
     body.insert(at, helper)
     if at + 1 < len(body):
         body[at + 1] = _with_blank_lines(body[at + 1])
+    return module.with_changes(body=body)
+
+
+def _add_plain_import(module: cst.Module, name: str) -> cst.Module:
+    """``import name`` before the module's first import (after the docstring / ``__future__``)."""
+    body = list(module.body)
+    at = 0
+    for i, stmt in enumerate(body):
+        if i == 0 and _is_docstring(stmt):
+            at = 1
+            continue
+        if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.ImportFrom) \
+                and isinstance(stmt.body[0].module, cst.Name) and stmt.body[0].module.value == "__future__":
+            at = i + 1
+            continue
+        break
+    new = cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=cst.Name(name))])])
+    if at < len(body):
+        new = new.with_changes(leading_lines=body[at].leading_lines)
+        body[at] = body[at].with_changes(leading_lines=[])
+    body.insert(at, new)
     return module.with_changes(body=body)
 
 

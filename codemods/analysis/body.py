@@ -302,6 +302,8 @@ class _Walker(cst.CSTVisitor):
             self._targets(t.target, node.value, simple)
         if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) and self._agent_valued(node.value):
             self.agents.add(node.targets[0].target.value)
+        if len(node.targets) == 1 and _self_attr(node.targets[0].target) and self._agent_valued(node.value):
+            self.agents.add(_self_attr(node.targets[0].target))
 
     def _agent_valued(self, value: cst.BaseExpression) -> bool:
         """An agent: built here, got from a factory of the module, an alias, or the agent a run ended with."""
@@ -376,13 +378,16 @@ class _Walker(cst.CSTVisitor):
                 small = stmt.body[0]
                 if isinstance(small, cst.Assign) and small.value is node and len(small.targets) == 1:
                     t = small.targets[0].target
-                    var = t.value if isinstance(t, cst.Name) else None
+                    var = t.value if isinstance(t, cst.Name) else _self_attr(t)
                 elif isinstance(small, cst.AnnAssign) and small.value is node and isinstance(small.target, cst.Name):
                     var = small.target.value
             self.f.ctors.append(Ctor(node, var, self.stmt, self.top, bool(self.loop_stack), self.nested))
         shape = self.d.run_shape(node, self.agents)
         if shape is not None:
             agent = shape.agent.value if isinstance(shape.agent, cst.Name) else None
+            if agent is None and isinstance(shape.agent, cst.Attribute) and isinstance(shape.agent.value, cst.Name) \
+                    and shape.agent.value.value == "self":
+                agent = f"self.{shape.agent.attr.value}"  # an agent kept on the object (`self.agent`)
             self.order += 1
             self.f.runs.append(RunSite(
                 call=node, shape=shape, agent=agent, stmt=self.stmt, top=self.top,
@@ -427,6 +432,13 @@ class _Walker(cst.CSTVisitor):
     def visit_Subscript(self, node: cst.Subscript) -> None:
         if (self.d.table.resolve(node.value) or dotted_name(node.value)) == "sys.argv":
             self.f.process.append(Process(node, self.stmt, self.top, "`sys.argv`", "argv", bool(self.loop_stack), self.nested))
+
+
+def _self_attr(target: cst.BaseExpression) -> Optional[str]:
+    """``"self.x"`` for a ``self.x`` target, else None."""
+    if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and target.value.value == "self":
+        return f"self.{target.attr.value}"
+    return None
 
 
 def _comp_fors(for_in: cst.CompFor) -> list[cst.CompFor]:

@@ -66,6 +66,7 @@ class ModuleModel:
     producers: set[str] = field(default_factory=set)  # functions that build and return an agent (factories)
     runners: set[str] = field(default_factory=set)  # functions with a run site of their own
     helpers: set[str] = field(default_factory=set)  # runners used by other runners or by agents (tools, guardrails)
+    runner_classes: set[str] = field(default_factory=set)  # classes whose methods run agents
 
     def users(self, name: str, skip: Sequence[int] = ()) -> list[int]:
         """Top-level statements (indices) that reference ``name``, except those in ``skip``."""
@@ -240,6 +241,8 @@ class Plan:
     bind_at: Optional[cst.CSTNode] = None  # …or at this statement (an interactive read replaced)
     subst: Optional[str] = None  # code of an input expression replaced by the prompt text (handler access)
     subst_map: dict[str, cst.BaseExpression] = field(default_factory=dict)  # code → value (CLI option defaults)
+    text_nodes: set[int] = field(default_factory=set)  # id(expression) replaced by the prompt's text
+    thread_calls: set[int] = field(default_factory=set)  # id(call) of sync code that runs agents: in a thread
     defaults: list[tuple[str, cst.BaseExpression]] = field(default_factory=list)  # params bound to their defaults
     runs: dict[int, RunPlan] = field(default_factory=dict)  # id(call) → plan
     ctors: dict[int, CtorPlan] = field(default_factory=dict)  # id(call) → plan
@@ -253,6 +256,7 @@ class Plan:
     factories: dict[str, str] = field(default_factory=dict)  # factory called → name of the rollout version
     factory_plans: dict[str, "Plan"] = field(default_factory=dict)  # factories whose agents the driver runs
     helper_plans: dict[str, "Plan"] = field(default_factory=dict)  # helpers (functions that run agents) it uses
+    class_plans: dict[str, list["Plan"]] = field(default_factory=dict)  # classes whose methods run agents: per method
     renames: dict[str, str] = field(default_factory=dict)  # module-level name → its rollout version
 
 
@@ -295,14 +299,21 @@ def find_drivers(model: ModuleModel, fw: "Framework") -> list[Driver]:
         stmt = body[i]
         if not has_skip_marker(stmt) and may_run(i) and fw.has_run_site(stmt.body, agent_names, producers):
             runners.add(name)
+    classes: set[str] = set()  # classes whose methods run agents (kept on `self` or module-level)
+    for name, i in model.classes.items():
+        stmt = body[i]
+        if not has_skip_marker(stmt) and may_run(i) and not _is_osmosis_class(stmt, model.table) \
+                and fw.has_run_site(stmt.body, agent_names, producers):
+            classes.add(name)
+    model.runner_classes = classes
     # functions that reach a runner through calls (one level is what real programs use; two are allowed)
-    reach = set(runners)
+    reach = set(runners) | classes
     for _ in range(2):
         for name, i in model.functions.items():
             if name not in reach and not has_skip_marker(body[i]) and (set(model.counts[i]) - {name}) & reach:
                 reach.add(name)
     helpers: set[str] = set()
-    for name in reach:
+    for name in reach - classes:
         users = model.users(name, skip=[model.functions[name]])
         by_reach = [j for j in users if isinstance(body[j], cst.FunctionDef) and body[j].name.value in reach]
         by_agent = [j for j in users if j in model.agents.values()]
@@ -319,7 +330,7 @@ def find_drivers(model: ModuleModel, fw: "Framework") -> list[Driver]:
             name = stmt.name.value
             if name in helpers or fw.is_tool_decorator(stmt):
                 continue
-            if name in runners or (name in reach and set(model.counts[i]) & helpers):
+            if name in runners or (name in reach and set(model.counts[i]) & (helpers | classes)):
                 out.append(Driver("function", name, [i], list(_block(stmt.body)), stmt))
         elif isinstance(stmt, cst.ClassDef) or _is_import(stmt):
             continue
@@ -338,6 +349,15 @@ def find_drivers(model: ModuleModel, fw: "Framework") -> list[Driver]:
         ]
         out.append(Driver("script", _stem(model.filename) or "script", indices, [body[j] for j in indices]))
     return out
+
+
+def _is_osmosis_class(cls: cst.ClassDef, table: ImportTable) -> bool:
+    """An AgentWorkflow / Grader subclass (handled elsewhere)."""
+    for base in cls.bases:
+        name = (table.resolve(base.value) or code(base.value)).rsplit(".", 1)[-1]
+        if name in ("AgentWorkflow", "Grader"):
+            return True
+    return False
 
 
 def _stem(filename: str) -> str:
@@ -397,17 +417,71 @@ class _Planner:
         self.plan_models()
         self.plan_runs()
         self.plan_samples()
+        self.plan_sync_calls()
         return self.p
+
+    def plan_sync_calls(self) -> None:
+        """Sync helpers and sync methods of runner classes that the driver calls run their agents synchronously:
+        inside run() they go to a thread (``await asyncio.to_thread(...)``), so the rollout server's event loop is
+        not blocked while the agent works (the rollout context follows: to_thread copies the context)."""
+        m = self.m
+        objects: dict[str, str] = {}
+        for name, assigns in self.p.facts.stores.items():
+            for a in assigns:
+                if isinstance(a.value, cst.Call) and isinstance(a.value.func, cst.Name) \
+                        and a.value.func.value in m.runner_classes:
+                    objects[name] = a.value.func.value
+        p = self.p
+
+        def is_sync_method(cls_name: str, method: str) -> bool:
+            cls = m.body[m.classes[cls_name]]
+            for stmt in _block(cls.body):
+                if isinstance(stmt, cst.FunctionDef) and stmt.name.value == method:
+                    return stmt.asynchronous is None
+            return False
+
+        awaited: set[int] = set()
+
+        class V(cst.CSTVisitor):
+            def visit_Await(self, n: cst.Await) -> None:
+                awaited.add(id(n.expression))
+
+            def visit_Call(self, n: cst.Call) -> None:
+                f = n.func
+                if id(n) in awaited:
+                    return
+                if isinstance(f, cst.Name) and f.value in m.helpers:
+                    func = m.body[m.functions[f.value]]
+                    if isinstance(func, cst.FunctionDef) and func.asynchronous is None:
+                        p.thread_calls.add(id(n))
+                elif isinstance(f, cst.Attribute):
+                    owner = f.value
+                    cls_name = objects.get(owner.value) if isinstance(owner, cst.Name) else (
+                        owner.func.value if isinstance(owner, cst.Call) and isinstance(owner.func, cst.Name)
+                        and owner.func.value in m.runner_classes else None)
+                    if cls_name and is_sync_method(cls_name, f.attr.value):
+                        p.thread_calls.add(id(n))
+
+            def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+                return False
+
+            def visit_Lambda(self, n: cst.Lambda) -> bool:
+                return False
+
+        if self.d.kind in ("function", "script", "main"):
+            for stmt in self.d.stmts:
+                stmt.visit(V())
 
     def run_helper(self) -> Plan:
         """A function that runs agents for a driver (a helper, a tool, a guardrail): its agents become the Osmosis
         classes, its runs get a fresh session each time (it may be called many times); its inputs are its own."""
         d = self.d
         deps = self.agent_deps(self.initial_agent_names())
-        facts = body_facts(d.stmts, self.fw, set(deps), producers=self.producers())
+        self_agents = getattr(self, "self_agents", set())
+        facts = body_facts(d.stmts, self.fw, set(deps) | self_agents, producers=self.producers())
         self.p = Plan(driver=d, facts=facts, mode="inplace")
         self.p.deps = sorted(deps, key=lambda n: self.m.agents[n])
-        self.local_agents = {c.var for c in facts.ctors if c.var} | set(deps)
+        self.local_agents = {c.var for c in facts.ctors if c.var} | set(deps) | self_agents
         self.entry_kind = ""
         self.resolve_agents()
         for run in facts.runs:
@@ -423,7 +497,10 @@ class _Planner:
 
     def plan_helpers(self) -> None:
         """The helpers the driver uses — called (``await check(x)``) or handed to an agent (``tools=[f]``,
-        ``input_guardrails=[g]``): each is planned; what it cannot do, the driver cannot either."""
+        ``input_guardrails=[g]``), and classes whose methods run agents: each is planned; what it cannot do, the
+        driver cannot either."""
+        for name in sorted(set(self.p.facts.loads) & self.m.runner_classes):
+            self.plan_class(name)
         used = set(self.p.facts.loads) & self.m.helpers
         for dep in self.p.deps:
             used |= set(self.m.counts[self.m.agents[dep]]) & self.m.helpers
@@ -435,6 +512,40 @@ class _Planner:
             self.p.helper_plans[name] = plan
             for problem in plan.problems:
                 self.problem(f"it uses `{name}`, which runs an agent and cannot be migrated with it: {problem}")
+
+    def plan_class(self, name: str) -> None:
+        """A class whose methods build agents on ``self`` and run them (``self.agent(q)``, ``Runner.run(planner,
+        …)``): every method that builds or runs an agent is planned as a helper (fresh sessions, placeholder
+        models, ``self.model`` resolved to where ``__init__`` sets it)."""
+        cls = self.m.body[self.m.classes[name]]
+        assert isinstance(cls, cst.ClassDef)
+        methods = [m for m in _block(cls.body) if isinstance(m, cst.FunctionDef)]
+        self_agents: set[str] = set()
+        self_values: dict[str, list[cst.BaseExpression]] = {}
+        for method in methods:
+            for target, value in _self_assignments(method):
+                self_values.setdefault(target, []).append(value)
+                if isinstance(value, cst.Call) and self.fw.is_agent_ctor(value):
+                    self_agents.add(target)
+        shared_assigns: dict[int, cst.BaseExpression] = {}
+        plans: list[Plan] = []
+        for method in methods:
+            if not (self.fw.has_run_site(method.body, set(self.m.agents) | self_agents, self.producers())
+                    or _builds_agent(method, self.fw)):
+                continue
+            driver = Driver("helper", f"{name}.{method.name.value}", [self.m.classes[name]],
+                            list(_block(method.body)), method)
+            sub = _Planner(self.m, self.fw, driver, self.target)
+            sub.self_agents = self_agents
+            sub.self_values = self_values
+            plan = sub.run()
+            plan.model_assigns = shared_assigns if not plan.model_assigns else {**plan.model_assigns}
+            shared_assigns.update(plan.model_assigns)
+            plan.model_assigns = shared_assigns
+            plans.append(plan)
+            for problem in plan.problems:
+                self.problem(f"it uses `{name}`, whose method `{method.name.value}` cannot be migrated: {problem}")
+        self.p.class_plans[name] = plans
 
     def run_factory(self) -> Plan:
         """A function that builds and returns an agent: only its constructors (and their models) are planned."""
@@ -451,8 +562,11 @@ class _Planner:
 
     def initial_agent_names(self) -> set[str]:
         used: set[str] = set()
-        for i in self.d.indices:
-            used |= set(self.m.counts[i])
+        if self.d.kind == "helper" and self.d.func is not None and "." in self.d.name:  # a method: its own names
+            used = {n.value for n in names_in(self.d.func.body)}
+        else:
+            for i in self.d.indices:
+                used |= set(self.m.counts[i])
         return used & set(self.m.agents)
 
     def agent_deps(self, names: set[str]) -> set[str]:
@@ -684,6 +798,20 @@ class _Planner:
                 p.entry_desc = f"the prompt `{code(inp, 40)}` of the first run"
                 return
             break
+        if not runs:
+            # it runs agents only through a helper or an object: the literal it hands them is the program's input
+            indirect = self.indirect_inputs()
+            if indirect and (is_string(indirect[0]) or (isinstance(indirect[0], cst.Name)
+                                                        and self.string_constant(indirect[0].value))):
+                self.entry_kind = "indirect"
+                p.text_nodes.add(id(indirect[0]))
+                p.prompt_text = True
+                p.entry_desc = f"the prompt `{code(indirect[0], 40)}`"
+                return
+            if indirect:
+                self.problem(f"it cannot tell which input is the program's own: it hands `{code(indirect[0], 50)}` "
+                             "to the code that runs the agent")
+            return
         first = next((r for r in sorted(runs, key=lambda r: r.order) if self.input_of(r) is not None), None)
         if first is None:
             if any(r.shape.method not in ("call",) or r.shape.input_arg is None for r in runs) and runs:
@@ -855,9 +983,36 @@ class _Planner:
                     out.extend(a.value for a in call.args if a.keyword is not None and a.keyword.value == name)
         return out
 
+    def indirect_inputs(self) -> list[cst.BaseExpression]:
+        """First arguments of the calls that run agents through a helper or an object of a runner class
+        (``assistant.suggest("eggs")``, ``await ResearchManager().run(query)``, ``await check(text)``), in order."""
+        m = self.m
+        objects = {name for name, assigns in self.p.facts.stores.items()
+                   if any(isinstance(a.value, cst.Call) and isinstance(a.value.func, cst.Name)
+                          and a.value.func.value in m.runner_classes for a in assigns)}
+        out: list[cst.BaseExpression] = []
+
+        class V(cst.CSTVisitor):
+            def visit_Call(self, n: cst.Call) -> None:
+                f = n.func
+                hit = (isinstance(f, cst.Name) and f.value in m.helpers) or (
+                    isinstance(f, cst.Attribute) and (
+                        (isinstance(f.value, cst.Name) and f.value.value in objects)
+                        or (isinstance(f.value, cst.Call) and isinstance(f.value.func, cst.Name)
+                            and f.value.func.value in m.runner_classes)
+                    )
+                )
+                positional = [a for a in n.args if a.keyword is None and not a.star]
+                if hit and positional:
+                    out.append(positional[0].value)
+
+        for stmt in self.d.stmts:
+            stmt.visit(V())
+        return out
+
     def reaches_input(self, name: str, expr: bool = False) -> bool:
-        for run in self.p.facts.runs:
-            inp = self.input_of(run)
+        inputs = [self.input_of(r) for r in self.p.facts.runs] + self.indirect_inputs()
+        for inp in inputs:
             if inp is None:
                 continue
             if expr:
@@ -1038,6 +1193,15 @@ class _Planner:
                 if _is_parser_stmt(stmt, var):
                     p.drop.add(id(stmt))
 
+    def resolve_attr(self, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+        """What ``self.x`` holds when one method of the class sets it once (``self.model = LiteLLMModel(...)``)."""
+        values = getattr(self, "self_values", {})
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            found = values.get(f"self.{expr.attr.value}", [])
+            if len(found) == 1:
+                return found[0]
+        return None
+
     def resolve_local(self, name: str) -> Optional[tuple[str, cst.BaseExpression, object]]:
         """What a name used as a model holds: ("local", value, assign) / ("module", value, index) /
         ("param", default or None, param) / None."""
@@ -1182,6 +1346,36 @@ def _is_expr_stmt_of(stmt: cst.CSTNode, call: cst.Call) -> bool:
     return isinstance(stmt, cst.SimpleStatementLine) and any(
         isinstance(small, cst.Expr) and small.value is call for small in stmt.body
     )
+
+
+def _self_assignments(method: cst.FunctionDef) -> list[tuple[str, cst.BaseExpression]]:
+    """``("self.x", value)`` for every ``self.x = value`` in ``method``."""
+    out: list[tuple[str, cst.BaseExpression]] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, n: cst.Assign) -> None:
+            for t in n.targets:
+                if isinstance(t.target, cst.Attribute) and isinstance(t.target.value, cst.Name) \
+                        and t.target.value.value == "self":
+                    out.append((f"self.{t.target.attr.value}", n.value))
+
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return n is method
+
+    method.visit(V())
+    return out
+
+
+def _builds_agent(method: cst.FunctionDef, fw: "Framework") -> bool:
+    found = [False]
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            if fw.is_agent_ctor(n):
+                found[0] = True
+
+    method.body.visit(V())
+    return found[0]
 
 
 def _describe_stmt(stmt: cst.CSTNode) -> str:

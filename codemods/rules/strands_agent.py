@@ -96,12 +96,14 @@ class StrandsFramework(Framework):
 
     def run_shape(self, call: cst.Call, agents: set[str]) -> Optional[RunShape]:
         func = call.func
-        if isinstance(func, cst.Name) and func.value in agents:
+        if (isinstance(func, cst.Name) and func.value in agents) or (
+            isinstance(func, cst.Attribute) and _dotted(func) in agents  # self.agent(...)
+        ):
             return RunShape(agent=func, method="call", input_arg=_prompt_arg(call, 0))
         if (
             isinstance(func, cst.Attribute)
-            and isinstance(func.value, cst.Name)
-            and func.value.value in agents
+            and (isinstance(func.value, cst.Name) or _dotted(func.value) in agents)
+            and (_dotted(func.value) in agents)
             and func.attr.value in RUN_METHODS
         ):
             method = func.attr.value
@@ -226,6 +228,17 @@ class StrandsFramework(Framework):
                 planner.p.model_assigns[id(held)] = new
                 return CtorPlan(), "", gone
             return CtorPlan(module_var=value.value, fallback=new, model_note=f"`{value.value}`"), "", gone
+        held = planner.resolve_attr(value)
+        if isinstance(held, cst.Call):
+            new, problem, gone = self.convert_model_call(held)
+            if problem:
+                return CtorPlan(), problem.replace("its model", f"its model `{code(value)}` =", 1), []
+            if new is not held:
+                planner.p.model_assigns[id(held)] = new  # `self.model = LiteLLMModel(...)`: converted where it is set
+            return CtorPlan(), "", gone
+        if held is not None and is_string(held):
+            self.need(STRANDS_MOD, "OsmosisRolloutModel")
+            return CtorPlan(model=cst.Call(func=cst.Name("OsmosisRolloutModel")), model_note=f"`{code(value)}`"), "", []
         return CtorPlan(), f"its model `{code(value, 40)}` cannot be traced to a model the migration knows", []
 
     # -- runs and samples
@@ -345,6 +358,14 @@ class StrandsFramework(Framework):
         note = f" (model: {plan.model_note} → OsmosisRolloutModel)" if plan.model is not None and plan.model_note else ""
         self.ctx.edit("OM102", self.where, f"Strands Agent → OsmosisStrandsAgent{note}")
         return new
+
+
+def _dotted(expr: cst.BaseExpression) -> Optional[str]:
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name):
+        return f"{expr.value.value}.{expr.attr.value}"
+    return None
 
 
 def _prompt_arg(call: cst.Call, index: int) -> Optional[cst.Arg]:

@@ -112,3 +112,19 @@ async def test_module_level_script_code_runs_as_the_workflow(tmp_path):
     record = await _rollout(_serve(tmp_path, "strands_agent/calc_script.py", "CalcScriptWorkflow"))
     assert list(record.rewards.values()) == [1.0]
     assert len(record.chat_requests) == 2  # one tool call, then the answer: the tool was used
+
+
+async def test_an_agent_kept_on_an_object_runs_off_the_event_loop_with_the_prompt(tmp_path):
+    module = _serve(tmp_path, "strands_agent/calc_class.py", "MainWorkflow")
+    record = await _rollout(module)
+    assert list(record.rewards.values()) == [1.0]
+    assert list(_user_texts(record).values())[0][0] == "What is 2 + 3?"
+
+
+async def test_a_manager_class_runs_its_steps_each_in_its_own_session(tmp_path):
+    record = await _rollout(_serve(tmp_path, "openai_agent/calc_manager_class.py", "MainWorkflow"))
+    texts = list(_user_texts(record).values())
+    assert len(texts) == 2  # the solver's sample and the writer's
+    solver, writer = sorted(texts, key=len, reverse=True)
+    assert solver[0] == "What is 2 + 3?"  # the interactive input() became the prompt's text
+    assert writer == ["Result: The answer is 5."]  # the writer reads the solver's result, as before

@@ -128,9 +128,10 @@ def _model_of_each_osmosis_agent(text: str) -> list[str]:
                 model = next((k.value for k in n.keywords if k.arg == "model"), n.args[0] if n.args else None)
                 while isinstance(model, ast.Name) and model.id in module_values:
                     model = module_values[model.id]
-                if isinstance(model, ast.Name):  # a local variable of run(): look for its assignment
+                if isinstance(model, (ast.Name, ast.Attribute)):  # a local or `self.x`: look for its assignment
+                    target = ast.unparse(model)
                     local = [a.value for a in ast.walk(tree) if isinstance(a, ast.Assign)
-                             and any(isinstance(t, ast.Name) and t.id == model.id for t in a.targets)]
+                             and any(ast.unparse(t) == target for t in a.targets)]
                     model = local[0] if len(local) == 1 else model
                 out.append(ast.unparse(model) if model is not None else "")
     return out
