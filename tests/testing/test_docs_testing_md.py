@@ -19,7 +19,7 @@ def example_files() -> dict[str, str]:
 
 def test_doc_examples_pass_under_pytest(tmp_path):
     files = example_files()
-    assert set(files) >= {"test_calculator.py", "test_strands_model.py"}
+    assert set(files) >= {"test_calculator.py", "test_strands_model.py", "test_polling.py"}
     for name, code in files.items():
         (tmp_path / name).write_text(code)
     (tmp_path / "conftest.py").write_text('pytest_plugins = ["osmosis_compat.testing.fixtures"]\n')
