@@ -1,0 +1,206 @@
+"""The RolloutStore contract, run against both implementations: MemoryStore and RedisStore on a real redis-server.
+
+For Redis, "another process" is a second RedisStore client on the same server: what one writes, the other sees;
+a change one makes wakes the other's long-poll; a cancel one requests reaches the other's listener.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from osmosis_compat.runtime.store import MemoryStore, RolloutRecord, StoreUnavailableError, open_store
+from tests.redis_server import RedisServer
+
+
+@pytest.fixture(scope="module")
+def redis_server():
+    with RedisServer() as server:
+        yield server
+
+
+@pytest.fixture(params=["memory", "redis"])
+async def stores(request: Any, redis_server: RedisServer) -> AsyncIterator[tuple[Any, Any]]:
+    """Two handles on one store: the same object for memory, two clients (two "processes") for Redis."""
+    if request.param == "memory":
+        store = MemoryStore()
+        yield store, store
+        return
+    namespace = f"t{time.monotonic_ns()}:"
+    first = open_store(redis_server.url).namespaced(namespace)
+    second = open_store(redis_server.url).namespaced(namespace)
+    await first.start()
+    await second.start()
+    try:
+        yield first, second
+    finally:
+        await first.close()
+        await second.close()
+
+
+def record(key: str, owner: str = "p1", **fields: Any) -> RolloutRecord:
+    return RolloutRecord(key=key, owner=owner, **fields)
+
+
+async def test_exactly_one_create_wins_a_key(stores: tuple[Any, Any]) -> None:
+    a, b = stores
+    results = await asyncio.gather(*(store.create(record("k", owner=f"p{i}")) for i, store in enumerate([a, b] * 10)))
+    winners = [r for r in results if r is None]
+    assert len(winners) == 1
+    owners = {r.owner for r in results if r is not None}
+    assert len(owners) == 1  # every loser is told the same winner
+
+
+async def test_records_round_trip_every_field(stores: tuple[Any, Any]) -> None:
+    a, b = stores
+    answer = {"rollout_id": "k", "tools": [], "nested": {"list": [1, 2.5, None, {}]}}
+    await a.create(record("k", protocol="legacy", answer=answer, lease_digest="ab" * 32, lease_deadline=123.5))
+    got = await b.get("k")
+    assert (got.key, got.owner, got.protocol, got.status, got.version) == ("k", "p1", "legacy", "queued", 0)
+    assert got.answer == answer  # empty lists and objects survive (no Lua JSON round trip)
+    assert (got.lease_digest, got.lease_deadline, got.result, got.finished) == ("ab" * 32, 123.5, None, False)
+    assert await b.get("missing") is None
+
+
+async def test_status_and_answer_changes_bump_the_version(stores: tuple[Any, Any]) -> None:
+    a, b = stores
+    await a.create(record("k"))
+    assert (await b.update("k", lease_deadline=5.0)).version == 0  # not versioned
+    assert (await b.update("k", status="running")).version == 1
+    assert (await a.update("k", status="running")).version == 1  # unchanged value: no bump
+    assert (await a.update("k", answer={"x": 1})).version == 2
+    assert await a.update("missing", status="running") is None
+
+
+async def test_finish_is_compare_and_set(stores: tuple[Any, Any]) -> None:
+    a, b = stores
+    await a.create(record("k"))
+    outcomes = await asyncio.gather(
+        a.finish("k", "success", result={"status": "success"}, retention=60),
+        b.finish("k", "cancelled", result={"status": "cancelled"}, retention=60),
+    )
+    assert sum(o is not None for o in outcomes) == 1
+    final = await a.get("k")
+    assert final.finished and final.result == {"status": final.status}
+    # a finished record no longer changes
+    assert (await b.update("k", status="running")).status == final.status
+    assert await b.finish("k", "failure", retention=60) is None
+
+
+async def test_retention_drops_finished_records(stores: tuple[Any, Any]) -> None:
+    a, b = stores
+    await a.create(record("gone"))
+    await a.finish("gone", "success", retention=0)
+    assert await b.get("gone") is None
+    await a.create(record("brief"))
+    await a.finish("brief", "success", retention=0.2)
+    assert await b.get("brief") is not None
+    await asyncio.sleep(0.35)
+    a.prune()
+    assert await b.get("brief") is None
+    assert await a.create(record("brief")) is None  # the key is free again
+
+
+async def test_a_change_wakes_a_waiter_on_the_other_handle(stores: tuple[Any, Any]) -> None:
+    a, b = stores
+    await a.create(record("k"))
+    started = time.monotonic()
+    waiter = asyncio.create_task(b.wait_for_change("k", 0, timeout=5))
+    await asyncio.sleep(0.1)
+    await a.update("k", status="running")
+    woken = await waiter
+    assert woken.status == "running" and time.monotonic() - started < 2
+    # no change: returns the record after the timeout
+    started = time.monotonic()
+    same = await b.wait_for_change("k", woken.version, timeout=0.3)
+    assert same.version == woken.version and 0.25 <= time.monotonic() - started < 2
+
+
+async def test_finishing_wakes_waiters_and_deleting_too(stores: tuple[Any, Any]) -> None:
+    a, b = stores
+    await a.create(record("f"))
+    waiter = asyncio.create_task(b.wait_for_change("f", 0, timeout=5))
+    await asyncio.sleep(0.05)
+    await a.finish("f", "failure", result={"status": "failure"}, retention=60)
+    assert (await waiter).status == "failure"
+    await a.create(record("d"))
+    waiter = asyncio.create_task(b.wait_for_change("d", 0, timeout=5))
+    await asyncio.sleep(0.05)
+    await a.delete("d")
+    assert await waiter is None
+
+
+async def test_a_thousand_waiters_are_woken_by_their_own_keys(stores: tuple[Any, Any]) -> None:
+    a, b = stores
+    for i in range(1000):
+        await a.create(record(f"w{i}"))
+    waiters = [asyncio.create_task(b.wait_for_change(f"w{i}", 0, timeout=10)) for i in range(1000)]
+    await asyncio.sleep(0.2)
+    for i in range(0, 1000, 2):
+        await a.update(f"w{i}", status="running")
+    await asyncio.sleep(0.3)
+    assert sum(w.done() for w in waiters) == 500
+    for w in waiters:
+        w.cancel()
+    await asyncio.gather(*waiters, return_exceptions=True)
+
+
+async def test_cancel_requests_reach_the_owner(stores: tuple[Any, Any]) -> None:
+    a, b = stores
+    received: list[str] = []
+
+    async def listener(key: str) -> None:
+        received.append(key)
+
+    a.on_cancel("owner-a", listener)
+    await a.create(record("c", owner="owner-a"))
+    await b.request_cancel("c")
+    for _ in range(50):
+        if received:
+            break
+        await asyncio.sleep(0.02)
+    assert received == ["c"]
+    assert (await a.get("c")).cancel_requested
+
+
+async def test_keys_by_prefix(stores: tuple[Any, Any]) -> None:
+    a, b = stores
+    for key in ("job-1", "job-2", "other", "job*x"):
+        await a.create(record(key))
+    assert await b.keys(prefix="job-") == ["job-1", "job-2"]
+    assert await b.keys(prefix="job*") == ["job*x"]  # glob characters are literal
+    assert sorted(await b.keys()) == ["job*x", "job-1", "job-2", "other"]
+
+
+async def test_heartbeats_say_who_is_alive(stores: tuple[Any, Any]) -> None:
+    a, b = stores
+    await a.heartbeat("p1", ttl=0.3)
+    assert await b.alive("p1")
+    if isinstance(a, MemoryStore):
+        return  # one process: everyone is alive
+    await asyncio.sleep(0.45)
+    assert not await b.alive("p1")
+    await a.create(record("o1", owner="p1"))
+    await a.create(record("o2", owner="p1"))
+    await a.finish("o2", "success", retention=60)
+    assert await b.owned("p1") == ["o1"]
+    assert "p1" in await b.owners()
+
+
+async def test_unreachable_redis_is_a_clear_error() -> None:
+    from tests.redis_server import require_redis_server
+
+    require_redis_server()
+    store = open_store("redis://127.0.0.1:1/0")
+    with pytest.raises(StoreUnavailableError, match=r"cannot reach the rollout store at redis://127\.0\.0\.1:1/0"):
+        await store.start()
+
+
+def test_store_urls() -> None:
+    assert isinstance(open_store(None), MemoryStore) and isinstance(open_store("memory://"), MemoryStore)
+    with pytest.raises(ValueError, match="unknown rollout store 'mysql://x'"):
+        open_store("mysql://x")
