@@ -14,13 +14,17 @@ hands them to :meth:`RolloutEngine.submit`:
 - on shutdown the engine stops admitting, lets in-flight rollouts drain for ``drain_timeout_seconds``, cancels
   what is left and awaits each one's ``abort`` (each bounded), so no accepted rollout ends in silence;
 - :meth:`cancel` stops a rollout wherever it runs (a cancel for a rollout of another process goes through the
-  store to its owner).
+  store to its owner);
+- with a shared store, each engine sends an ownership heartbeat and finishes the unfinished rollouts of owners
+  whose heartbeat stopped (a process that died with rollouts in flight), with the result its protocol registered
+  through :meth:`on_orphan` — so they end promptly instead of silently at their lease.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 import uuid
 from collections import deque
@@ -30,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from .limiter import ConcurrencyLimiter
-from .store import MemoryStore, RolloutRecord, RolloutStore
+from .store import STORE_ENV, RolloutRecord, RolloutStore, open_store
 
 __all__ = ["Admission", "EngineClosedError", "EngineFullError", "RolloutEngine", "Submission"]
 
@@ -87,7 +91,12 @@ class _Local:
 
 
 class RolloutEngine:
-    """Admits rollouts by key and runs them as tracked background tasks (see the module docstring)."""
+    """Admits rollouts by key and runs them as tracked background tasks (see the module docstring).
+
+    ``store`` defaults to the one ``$OSMOSIS_COMPAT_STORE`` names (e.g. ``redis://redis:6379/0``, so an unchanged
+    app scales out from its environment), else in memory. ``instance_id`` names this engine as the owner of the
+    rollouts it runs (a uuid4 by default).
+    """
 
     def __init__(
         self,
@@ -101,6 +110,7 @@ class RolloutEngine:
         max_pending: int | None = None,
         store: RolloutStore | None = None,
         instance_id: str | None = None,
+        heartbeat_interval_seconds: float = 2.0,
     ) -> None:
         self.limiter = ConcurrencyLimiter(max_concurrent=max_concurrent)
         self.record_ttl_seconds = record_ttl_seconds
@@ -109,13 +119,16 @@ class RolloutEngine:
         self.abort_timeout_seconds = abort_timeout_seconds
         self.keep_completed = keep_completed
         self.max_pending = max_pending
-        self.store: RolloutStore = store if store is not None else MemoryStore()
+        self.store: RolloutStore = store if store is not None else open_store(os.environ.get(STORE_ENV))
         self.instance_id = instance_id or str(uuid.uuid4())
         self._local: dict[str, _Local] = {}
         self._running: dict[asyncio.Task[None], _Local] = {}
         self._completions: deque[float] = deque()
         self._closing = False
         self._cleanup_task: asyncio.Task[None] | None = None
+        self.heartbeat_interval_seconds = heartbeat_interval_seconds
+        self._ownership_task: asyncio.Task[None] | None = None
+        self._orphans: dict[str, Callable[[str], tuple[dict[str, Any] | None, float]]] = {}
         self.store.on_cancel(self.instance_id, self._on_cancel_request)
 
     @property
@@ -284,6 +297,59 @@ class RolloutEngine:
     async def _on_cancel_request(self, key: str) -> None:
         self.cancel_local(key)
 
+    # -- ownership (shared stores) --------------------------------------------------------------------------
+
+    def on_orphan(self, protocol: str, result: Callable[[str], tuple[dict[str, Any] | None, float]]) -> None:
+        """How a ``protocol``'s rollout ends when the process running it died: ``result(key)`` gives the held result
+        (or ``None``) and its retention in seconds. Rollouts of protocols without one end ``failure`` without a
+        result, kept for ``record_ttl_seconds``."""
+        self._orphans[protocol] = result
+
+    @property
+    def heartbeat_ttl_seconds(self) -> float:
+        """How long a silent owner is still taken for alive (three missed heartbeats)."""
+        return 3 * self.heartbeat_interval_seconds
+
+    async def _ownership_loop(self) -> None:
+        # Sweep only after a full TTL since this process last reached the store: after an outage every process must
+        # have had the chance to heartbeat again, or the first one back would take the others for dead.
+        sweep_from = time.monotonic() + self.heartbeat_ttl_seconds
+        failing = False
+        while True:
+            try:
+                await self.store.heartbeat(self.instance_id, self.heartbeat_ttl_seconds)
+                if failing:
+                    logger.warning("Rollout store reachable again")
+                    failing = False
+                if time.monotonic() >= sweep_from:
+                    await self.sweep_orphans()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                if not failing:
+                    logger.error("Rollout store unreachable (%s): new rollouts are refused until it is back", exc)
+                failing = True
+                sweep_from = time.monotonic() + self.heartbeat_ttl_seconds
+            await asyncio.sleep(self.heartbeat_interval_seconds)
+
+    async def sweep_orphans(self) -> int:
+        """Finish the unfinished rollouts of owners whose heartbeat stopped; return how many."""
+        finished = 0
+        for owner in await self.store.owners():
+            if owner == self.instance_id or await self.store.alive(owner):
+                continue
+            for key in await self.store.owned(owner):
+                record = await self.store.get(key)
+                if record is None or record.finished or record.owner != owner:
+                    continue
+                make = self._orphans.get(record.protocol)
+                result, retention = make(key) if make is not None else (None, self.record_ttl_seconds)
+                if await self.store.finish(key, "failure", result=result, retention=retention) is not None:
+                    finished += 1
+                    logger.warning("Rollout %s: its server process %s is gone; marked failed", key, owner)
+            await self.store.forget_owner(owner)
+        return finished
+
     # -- inspection ------------------------------------------------------------------------------------------
 
     @property
@@ -340,10 +406,13 @@ class RolloutEngine:
                 logger.exception("Record cleanup failed")
 
     def start(self) -> None:
-        """Start the periodic record cleanup (idempotent)."""
+        """Start the periodic record cleanup and, with a shared store, the ownership heartbeat (idempotent)."""
         self._closing = False
+        loop = asyncio.get_running_loop()
         if self._cleanup_task is None or self._cleanup_task.done():
-            self._cleanup_task = asyncio.get_running_loop().create_task(self._cleanup_loop(), name="rollout-cleanup")
+            self._cleanup_task = loop.create_task(self._cleanup_loop(), name="rollout-cleanup")
+        if self.store.shared and (self._ownership_task is None or self._ownership_task.done()):
+            self._ownership_task = loop.create_task(self._ownership_loop(), name="rollout-ownership")
 
     def stop_admitting(self) -> None:
         """Refuse new rollouts from now on (:class:`EngineClosedError`); running ones continue."""
@@ -356,7 +425,17 @@ class RolloutEngine:
             self._cleanup_task.cancel()
             await asyncio.gather(self._cleanup_task, return_exceptions=True)
             self._cleanup_task = None
-        in_flight = dict(self._running)
+        try:
+            in_flight = dict(self._running)
+            await self._drain(in_flight)
+        finally:
+            # Heartbeat until drained: the others must not take this process's rollouts for orphans meanwhile.
+            if self._ownership_task is not None:
+                self._ownership_task.cancel()
+                await asyncio.gather(self._ownership_task, return_exceptions=True)
+                self._ownership_task = None
+
+    async def _drain(self, in_flight: dict[asyncio.Task[None], _Local]) -> None:
         if not in_flight:
             return
         logger.info("Shutdown: draining %d in-flight rollout(s) for up to %.1fs", len(in_flight), self.drain_timeout_seconds)

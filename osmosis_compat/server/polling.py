@@ -70,6 +70,7 @@ DEFAULT_RESULT_RETENTION_SEC = 900.0
 RETRY_AFTER_SECONDS = "5"
 
 SHUTDOWN_MESSAGE = "rollout server shut down before the rollout finished"
+LOST_MESSAGE = "server instance lost"
 PROTOCOL = "polling"
 
 StatusSetter = Callable[[str], Awaitable[None]]
@@ -142,6 +143,13 @@ def cancelled_result(rollout_id: str) -> dict[str, Any]:
 def shutdown_failure(rollout_id: str) -> dict[str, Any]:
     return _result_payload(
         rollout_id, "failure", err_message=SHUTDOWN_MESSAGE, err_category=RolloutErrorCategory.INTERNAL_ERROR.value
+    )
+
+
+def lost_failure(rollout_id: str) -> dict[str, Any]:
+    """The result of a rollout whose server process died (another process of a shared store noticed)."""
+    return _result_payload(
+        rollout_id, "failure", err_message=LOST_MESSAGE, err_category=RolloutErrorCategory.INTERNAL_ERROR.value
     )
 
 
@@ -220,6 +228,7 @@ class PollingRollouts:
         self.identity = identity or process_identity()
         self._lease_timers: dict[str, asyncio.TimerHandle] = {}
         self._lease_checks: set[asyncio.Task[None]] = set()
+        engine.on_orphan(PROTOCOL, lambda key: (lost_failure(key), self.settings.result_retention_sec))
 
     # -- admission -------------------------------------------------------------------------------------------
 

@@ -3,7 +3,18 @@
 from .base import TERMINAL, RolloutRecord, RolloutStore, StoreUnavailableError
 from .memory import MemoryStore
 
-__all__ = ["MemoryStore", "RolloutRecord", "RolloutStore", "StoreUnavailableError", "TERMINAL", "open_store"]
+__all__ = [
+    "MemoryStore",
+    "RolloutRecord",
+    "RolloutStore",
+    "STORE_ENV",
+    "StoreUnavailableError",
+    "TERMINAL",
+    "open_store",
+]
+
+STORE_ENV = "OSMOSIS_COMPAT_STORE"
+"""The environment variable naming the rollout store (``redis://…``) when none is passed in code."""
 
 
 def open_store(url: str | None) -> RolloutStore:

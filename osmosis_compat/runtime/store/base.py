@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 __all__ = ["RolloutRecord", "RolloutStore", "StoreUnavailableError", "TERMINAL"]
@@ -147,3 +147,14 @@ class RolloutStore(abc.ABC):
     async def alive(self, owner: str) -> bool:
         """Whether ``owner`` sent a heartbeat within its ttl (always ``True`` for a single-process store)."""
         return True
+
+    async def owners(self) -> list[str]:
+        """Processes that have run rollouts in this store (alive or not); none for a single-process store."""
+        return []
+
+    async def owned(self, owner: str) -> list[str]:
+        """Keys of the unfinished rollouts ``owner`` runs (or ran, if it died)."""
+        return []
+
+    async def forget_owner(self, owner: str) -> None:
+        """Drop a dead owner's bookkeeping once its rollouts are finished."""
