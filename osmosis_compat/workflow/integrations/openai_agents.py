@@ -94,6 +94,20 @@ def _disable_tracing_unless_configured() -> None:
 
 _disable_tracing_unless_configured()
 
+
+def _build_trace_provider_now() -> None:
+    """Create the SDK's global trace provider at import rather than inside the first ``Runner.run``: its default
+    exporter builds an ``httpx.Client`` (an SSL context, 40-60 ms of CPU) — a stall of the server's event loop in
+    the first rollout otherwise (it is built even with tracing disabled)."""
+    try:
+        from agents.tracing.setup import get_trace_provider
+    except ImportError:  # pragma: no cover - older/newer SDK layouts: the first run builds it, as before
+        return
+    get_trace_provider()
+
+
+_build_trace_provider_now()
+
 # The framework is imported now: keep its ~190k objects out of full GC passes (100-200 ms event-loop pauses under
 # load otherwise; see _gc.py).
 freeze_import_heap("OpenAI Agents integration imported")

@@ -46,3 +46,14 @@ def test_opt_out_leaves_the_collector_alone():
     untouched = _probe("openai_agents", OSMOSIS_COMPAT_GC_FREEZE="0")
     assert untouched["frozen"] == 0
     assert untouched["walked"] > 100_000
+
+
+def test_trace_provider_is_built_at_import_not_in_the_first_rollout():
+    """The SDK's default trace exporter makes an httpx client (an SSL context) when first needed: at import, not
+    as a 40-60 ms event-loop stall inside the first Runner.run (also with OPENAI_AGENTS_DISABLE_TRACING=1)."""
+    code = ("import agents.tracing.setup as s; import osmosis_compat.workflow.integrations.openai_agents; "
+            "print(s.GLOBAL_TRACE_PROVIDER is not None)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "OPENAI_AGENTS_DISABLE_TRACING": "1"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "True"
