@@ -9,6 +9,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from osmosis_compat.runtime.store import STORE_ENV
+
 HELP = "serve agent loops and workflows (one or several) to legacy, 0.2.x and today's 0.3.8 controllers"
 DESCRIPTION = """Serve agents over HTTP.
 
@@ -28,6 +30,8 @@ docs/serving.md.
 --expose both|legacy|workflow also serves each agent on the other protocol through the adapters.
 --api-key guards every route that starts a rollout (a lone workflow: every route, as 0.3.8). A key is generated
 unless --local or a lone workflow (whose entrypoint would serve it without one).
+--workers N runs N processes on this host; they (and servers on other hosts) act as one rollout server when they
+share a store: --store redis://host:6379/0 or $OSMOSIS_COMPAT_STORE (docs/scaling.md).
 Errors print `Error: <message>` and exit 1."""
 
 
@@ -51,6 +55,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="protocols per agent: its own (default), the other one through the adapter, or both")
     parser.add_argument("--default", metavar="NAME", help="the agent also served at the root paths "
                                                           "(default: the only agent)")
+    parser.add_argument("--workers", type=int, default=1, metavar="N",
+                        help="server processes on this host (default 1); more than one needs --store")
+    parser.add_argument("--store", metavar="URL", default=None,
+                        help="where rollout state lives, shared by every process and host serving as one: "
+                             f"redis://host:6379/0 (default: ${STORE_ENV}, else in memory, one process only)")
 
 
 @dataclass
@@ -68,7 +77,10 @@ class ServePlan:
 def run(args: argparse.Namespace) -> int:
     try:
         check_port_free(args.host, args.port)
+        check_store(args)
         plan = plan_server(args)
+        if args.workers > 1:
+            return _run_workers(args, plan)
         if plan.legacy_loop is not None:
             from osmosis_compat.legacy.serve import serve_agent_loop
 
@@ -97,6 +109,107 @@ def run(args: argparse.Namespace) -> int:
             return 0
         print("Error: the server could not start (see the log above)", file=sys.stderr)
         return 1
+
+
+def check_store(args: argparse.Namespace) -> None:
+    """Resolve ``--store`` (else ``$OSMOSIS_COMPAT_STORE``) into the environment every engine — and every worker
+    process — reads; refuse several workers without a shared store; check the store answers before serving."""
+    import asyncio
+
+    from osmosis_compat.legacy.exceptions import ServeError
+    from osmosis_compat.runtime.store import open_store
+
+    if args.workers < 1:
+        raise ServeError(f"--workers must be at least 1, got {args.workers}")
+    url = args.store if args.store is not None else os.environ.get(STORE_ENV) or None
+    try:
+        store = open_store(url)
+    except ValueError as exc:
+        raise ServeError(str(exc)) from None
+    if args.workers > 1 and not store.shared:
+        raise ServeError(
+            f"--workers {args.workers} needs a shared rollout store: a result poll, a cancel or a duplicate admission "
+            "can reach any of the processes, and each one must find every rollout. Pass --store redis://host:6379/0 "
+            f"(or set {STORE_ENV})."
+        )
+    if url is not None:
+        os.environ[STORE_ENV] = url
+
+        async def ping() -> None:
+            await store.start()
+            await store.close()
+
+        asyncio.run(ping())  # StoreUnavailableError names the URL: "cannot reach the rollout store at …"
+
+
+def _run_workers(args: argparse.Namespace, plan: ServePlan) -> int:
+    """``--workers N``: uvicorn's process manager runs N processes, each building the same app
+    (:func:`worker_app`) from the parent's resolved arguments; all share the store."""
+    import json
+
+    import uvicorn
+
+    key, generated = plan.api_key if plan.api_key is not None else args.api_key, plan.key_generated
+    if plan.legacy_loop is not None and key is None and not args.local_debug:
+        from osmosis_compat.legacy.api_key import generate_api_key
+
+        key, generated = generate_api_key(), True  # as the legacy serve: one key, shared by every worker
+    argv = _argv_for_workers(args, plan, key)
+    os.environ[_WORKER_ARGV_ENV] = json.dumps(argv)
+    banner = plan.banner or _legacy_banner(plan, args, key if generated else None)
+    print(f"{banner}\n  Workers:  {args.workers} processes, store {os.environ.get(STORE_ENV)}", flush=True)
+    uvicorn.run(
+        "osmosis_compat.cli.serve:worker_app",
+        factory=True,
+        workers=args.workers,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+    )
+    return 0
+
+
+_WORKER_ARGV_ENV = "_OSMOSIS_COMPAT_SERVE_ARGV"
+
+
+def _argv_for_workers(args: argparse.Namespace, plan: ServePlan, key: str | None) -> list[str]:
+    argv = [item for spec in args.module for item in ("-m", spec)]
+    argv += ["--no-validate", "--expose", args.expose, "--log-level", args.log_level]
+    if args.default:
+        argv += ["--default", args.default]
+    if args.local_debug:
+        argv.append("--local")
+    if key is not None:
+        argv += ["--api-key", key]  # the parent's (possibly generated) key, the same in every worker
+    if plan.debug_dir or args.log:
+        argv += ["--log", plan.debug_dir or args.log]
+    return argv
+
+
+def _legacy_banner(plan: ServePlan, args: argparse.Namespace, generated_key: str | None) -> str:
+    loop = plan.legacy_loop
+    shown = "(disabled - local debug)" if args.local_debug else generated_key or "(provided)"
+    return "\n".join([
+        "RolloutServer (osmosis-compat)",
+        f"  Agent:    {getattr(loop, 'name', type(loop).__name__)}",
+        f"  Address:  http://{args.host}:{args.port}",
+        f"  API key:  {shown}",
+    ])
+
+
+def worker_app() -> Any:
+    """The app one ``--workers`` process serves (uvicorn calls it in each worker): the parent's plan, rebuilt."""
+    import json
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(json.loads(os.environ[_WORKER_ARGV_ENV]))
+    plan = plan_server(args)
+    if plan.legacy_loop is not None:
+        from osmosis_compat.server.legacy_app import create_app
+
+        return create_app(plan.legacy_loop, api_key=args.api_key, debug_dir=args.log)
+    return plan.app
 
 
 def check_port_free(host: str, port: int) -> None:

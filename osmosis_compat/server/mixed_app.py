@@ -51,6 +51,7 @@ def create_mixed_app(
     settings: Any = None,
     drain_timeout_seconds: float = 10.0,
     polling: Any = None,
+    store: Any = None,
 ) -> MixedRolloutApp:
     """Build one ASGI app serving every agent of ``agents`` on the protocols its ``expose`` asks for.
 
@@ -59,7 +60,8 @@ def create_mixed_app(
     every route that starts a rollout, on every agent and protocol (legacy ``/v1/rollout/init`` and
     ``/platform/health`` as ``create_app``; ``/rollout*`` as 0.3.8's ``create_rollout_server(api_key=…)``).
     ``debug_dir`` gets one sub-directory per agent for legacy debug traces; ``polling`` sets the 0.3.8 timings
-    (:class:`~.polling.PollingSettings`). Raises :class:`MixedAppError` for no agents, two agents with one name, or an unknown ``default``, and
+    (:class:`~.polling.PollingSettings`); ``store`` (default: the one ``$OSMOSIS_COMPAT_STORE`` names, else one in
+    memory per app) is shared by every agent, each under its own namespace. Raises :class:`MixedAppError` for no agents, two agents with one name, or an unknown ``default``, and
     :class:`~.agents.AgentSpecError` when an agent cannot be exposed as asked.
     """
     if not agents:
@@ -76,6 +78,10 @@ def create_mixed_app(
         default = next(iter(by_name))
     if default is not None and default not in by_name:
         raise MixedAppError(f"default agent {default!r} is not one of the served agents: {', '.join(by_name)}")
+    if store is None:
+        from osmosis_compat.runtime.store import STORE_ENV, open_store
+
+        store = open_store(os.environ.get(STORE_ENV))
     apps: dict[str, dict[str, Any]] = {}
     for name, agent in by_name.items():
         agent_debug_dir = os.path.join(debug_dir, name) if debug_dir else None
@@ -89,6 +95,8 @@ def create_mixed_app(
                 settings=settings,
                 drain_timeout_seconds=drain_timeout_seconds,
                 polling=polling,
+                # each (agent, protocol) keeps its rollouts apart in a shared store; in memory each app has its own
+                store=store.namespaced(f"agents:{name}:{protocol}:") if store.shared else None,
             )
             for protocol in agent.protocols
         }

@@ -1,4 +1,5 @@
-"""A rollout server of the REAL osmosis-ai, run from its side venv (:mod:`.venvs`) as a subprocess on 127.0.0.1.
+"""Rollout servers in child processes on 127.0.0.1: osmosis-compat's (:class:`ServerProcess`) and the REAL
+osmosis-ai's, run from its side venv (:class:`UpstreamServer`, :mod:`.venvs`).
 
 ``UpstreamServer(path, "0.3.8")`` imports ``path`` (a Python file, e.g. an entrypoint written for 0.3) in the side
 interpreter and serves its ``app`` with uvicorn. The upstream server writes trajectories under ``$HOME/.osmosis``:
@@ -10,6 +11,7 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -17,7 +19,7 @@ from typing import Any
 
 from .venvs import require_upstream, upstream_env
 
-__all__ = ["UpstreamServer", "free_port"]
+__all__ = ["ServerProcess", "UpstreamServer", "free_port"]
 
 _SERVE = r"""
 import importlib.util, sys, uvicorn
@@ -38,28 +40,37 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class UpstreamServer:
-    """``with UpstreamServer(path, release) as server:`` — ``server.url`` serves ``path``'s ``app`` (or ``attr``)
-    on the real osmosis-ai ``release``. ``env`` adds environment variables for the server process."""
+class ServerProcess:
+    """``with ServerProcess(path) as server:`` — ``server.url`` serves ``path``'s ``app`` (or ``attr``) with
+    osmosis-compat, in a child process of this interpreter (``kill()`` ends it with SIGKILL). ``env`` adds
+    environment variables; ``port`` reuses a port (a restart)."""
 
-    def __init__(self, path: Path, release: str, *, attr: str = "app", env: dict[str, str] | None = None) -> None:
-        self.path, self.release, self.attr, self.port = Path(path), release, attr, free_port()
+    def __init__(
+        self, path: Path, *, attr: str = "app", env: dict[str, str] | None = None, port: int | None = None
+    ) -> None:
+        self.path, self.attr, self.port = Path(path), attr, port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.extra_env = dict(env or {})
         self.log_text = ""
 
-    def __enter__(self) -> UpstreamServer:
+    def interpreter(self, home: str) -> tuple[str, dict[str, str]]:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        env.update(HOME=home, _OSMOSIS_ROLLOUT_ARTIFACT_ROOT=os.path.join(home, "artifacts"), **self.extra_env)
+        return sys.executable, env
+
+    def kill(self) -> None:
+        """SIGKILL: the process dies with whatever it was doing."""
+        self.proc.kill()
+        self.proc.wait()
+
+    def __enter__(self) -> ServerProcess:
         import httpx
 
-        python = require_upstream(self.release)
-        self._home = tempfile.TemporaryDirectory(prefix="upstream-home-")
-        env = upstream_env(
-            self.release,
-            {"HOME": self._home.name, "_OSMOSIS_ROLLOUT_ARTIFACT_ROOT": os.path.join(self._home.name, "artifacts"), **self.extra_env},
-        )
+        self._home = tempfile.TemporaryDirectory(prefix="server-home-")
+        python, env = self.interpreter(self._home.name)
         self._log = open(os.path.join(self._home.name, "server.log"), "w+")
         self.proc = subprocess.Popen(
-            [str(python), "-c", _SERVE, str(self.path), self.attr, str(self.port)],
+            [python, "-c", _SERVE, str(self.path), self.attr, str(self.port)],
             env=env,
             stdout=self._log,
             stderr=subprocess.STDOUT,
@@ -67,14 +78,14 @@ class UpstreamServer:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise AssertionError(f"upstream server exited: {self.log()[-3000:]}")
+                raise AssertionError(f"server exited: {self.log()[-3000:]}")
             try:
                 if httpx.get(f"{self.url}/health", timeout=1).status_code in (200, 401):
                     return self
             except httpx.HTTPError:
                 time.sleep(0.2)
         self.__exit__(None, None, None)
-        raise AssertionError(f"upstream server did not start in 120 s: {self.log()[-3000:]}")
+        raise AssertionError(f"server did not start in 120 s: {self.log()[-3000:]}")
 
     def log(self) -> str:
         """What the server printed so far."""
@@ -83,7 +94,8 @@ class UpstreamServer:
         return self._log.read()
 
     def __exit__(self, *exc: Any) -> None:
-        self.proc.terminate()
+        if self.proc.poll() is None:
+            self.proc.terminate()
         try:
             self.proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
@@ -92,3 +104,19 @@ class UpstreamServer:
         self.log_text = self.log()
         self._log.close()
         self._home.cleanup()
+
+
+class UpstreamServer(ServerProcess):
+    """``with UpstreamServer(path, release) as server:`` — ``path``'s ``app`` served by the real osmosis-ai
+    ``release`` from its side venv."""
+
+    def __init__(self, path: Path, release: str, *, attr: str = "app", env: dict[str, str] | None = None) -> None:
+        super().__init__(path, attr=attr, env=env)
+        self.release = release
+
+    def interpreter(self, home: str) -> tuple[str, dict[str, str]]:
+        python = require_upstream(self.release)
+        env = upstream_env(
+            self.release, {"HOME": home, "_OSMOSIS_ROLLOUT_ARTIFACT_ROOT": os.path.join(home, "artifacts"), **self.extra_env}
+        )
+        return str(python), env

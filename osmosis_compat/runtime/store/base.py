@@ -78,6 +78,11 @@ class RolloutStore(abc.ABC):
     #: Whether several processes can share this store (``serve --workers N`` requires it).
     shared: bool = False
 
+    def namespaced(self, suffix: str) -> RolloutStore:
+        """A view of this store whose keys live under their own namespace (shared stores: several apps in one
+        process, e.g. the agents of a mixed server, each keep their rollouts apart)."""
+        raise NotImplementedError(f"{type(self).__name__} has no namespaces")
+
     async def start(self) -> None:
         """Connect / start background work (idempotent)."""
 
