@@ -71,6 +71,8 @@ RETRY_AFTER_SECONDS = "5"
 
 SHUTDOWN_MESSAGE = "rollout server shut down before the rollout finished"
 LOST_MESSAGE = "server instance lost"
+FINISH_RETRY_SECONDS = 120.0
+"""How long a finished rollout's result is retried while the store is unreachable (then it is logged as lost)."""
 PROTOCOL = "polling"
 
 StatusSetter = Callable[[str], Awaitable[None]]
@@ -273,7 +275,10 @@ class PollingRollouts:
         rollout_id = request.rollout_id
 
         async def set_status(status: str) -> None:
-            await self.store.update(rollout_id, status=str(status))
+            try:
+                await self.store.update(rollout_id, status=str(status))
+            except StoreUnavailableError as exc:  # a status is advisory; the final result is retried (_finish)
+                logger.warning("Rollout %s: status %s not stored: %s", rollout_id, status, exc)
 
         try:
             await set_status(RolloutStatus.RUNNING.value)
@@ -294,8 +299,22 @@ class PollingRollouts:
         logger.info("Rollout %s finished with status %s", rollout_id, payload["status"])
 
     async def _finish(self, rollout_id: str, payload: dict[str, Any]) -> bool:
-        """Hold ``payload`` as the final result unless another outcome got there first. A completion that lands
-        after the lease deadline becomes the lease failure (0.3.8)."""
+        """Hold ``payload`` as the final result unless another outcome got there first; while the store is
+        unreachable, retry (bounded) rather than lose the result."""
+        delay = 0.1
+        deadline = time.monotonic() + FINISH_RETRY_SECONDS
+        while True:
+            try:
+                return await self._finish_once(rollout_id, payload)
+            except StoreUnavailableError as exc:
+                if time.monotonic() >= deadline:
+                    logger.error("Rollout %s: result not stored, the rollout store stayed unreachable: %s", rollout_id, exc)
+                    return False
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
+
+    async def _finish_once(self, rollout_id: str, payload: dict[str, Any]) -> bool:
+        # A completion that lands after the lease deadline becomes the lease failure (0.3.8).
         record = await self.store.get(rollout_id)
         if record is None or record.finished:
             return False
@@ -431,11 +450,11 @@ class PollingRollouts:
             raw: Request, rollout_id: str, lease_token: str = Header(alias=POLLING_LEASE_HEADER, min_length=1)
         ) -> Any:
             denied = guard(raw) if guard is not None else None
-            return denied or await self.result(rollout_id, lease_token)
+            return denied or await _or_unavailable(self.result(rollout_id, lease_token))
 
         async def cancel(raw: Request, request: CancelRolloutsRequest) -> Any:
             denied = guard(raw) if guard is not None else None
-            return denied or await self.cancel(request)
+            return denied or await _or_unavailable(self.cancel(request))
 
         router.add_api_route(
             "/rollout/{rollout_id}/result",
@@ -447,6 +466,15 @@ class PollingRollouts:
         router.add_api_route(
             "/rollout/cancel", cancel, methods=["POST"], summary="Cancel rollouts by ids, prefix or all (0.3.8)"
         )
+
+
+async def _or_unavailable(answer: Awaitable[JSONResponse]) -> JSONResponse:
+    """503 while the rollout store is unreachable (RolloutClient retries result reads on 503)."""
+    try:
+        return await answer
+    except StoreUnavailableError as exc:
+        logger.warning("Answering 503: the rollout store is unavailable: %s", exc)
+        return JSONResponse({"detail": "rollout store unavailable; retry later"}, status_code=503)
 
 
 def _lease_expired(record: RolloutRecord, now: float | None = None) -> bool:
