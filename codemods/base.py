@@ -91,6 +91,8 @@ class RuleContext:
     lines: dict[int, int] | None = field(default=None, repr=False)
     origin: cst.Module | None = field(default=None, repr=False)  # the parsed input
     tree: Optional[ast.Module] = field(default=None, repr=False)  # its CPython ast, when the driver has it
+    # cross-file facts of the run (codemods.analysis.repo.RepoFacts), when the driver built them (run_many)
+    repo: Optional[object] = field(default=None, repr=False)
 
     def set_source(self, module: cst.Module, tree: Optional[ast.Module]) -> None:
         """Tell the context the input tree and its ``ast`` (lines and name counts are then derived cheaply)."""

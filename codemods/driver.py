@@ -129,7 +129,7 @@ def _check_target(target: str) -> None:
 
 def migrate_bytes(
     data: bytes, rules: Sequence["type[Rule]"], *, strategy: str = "auto", filename: str = "<string>",
-    target: str = "0.2",
+    target: str = "0.2", repo: Optional[object] = None,
 ) -> tuple[bytes, list["Edit"], list["Todo"], list[str]]:
     """Run ``rules`` (already prefiltered) on ``data``; returns (new bytes, edits, todos, names of rules that acted).
     ``target``: the osmosis-ai API the output is written for (``RuleContext.target``).
@@ -158,7 +158,7 @@ def migrate_bytes(
         raise MigrationError("does not parse: nesting too deep for libcst (RecursionError)") from None
     except (UnicodeDecodeError, LookupError, SyntaxError) as exc:
         raise MigrationError(f"cannot decode: {exc}") from None
-    ctx = RuleContext(strategy=strategy, filename=filename, target=target)
+    ctx = RuleContext(strategy=strategy, filename=filename, target=target, repo=repo)
     ctx.set_source(module, tree)
     acted: list[str] = []
     for rule_cls in rules:
@@ -229,9 +229,11 @@ def _wants(data: bytes, rule: "type[Rule]") -> bool:
 
 def migrate_file(
     path: Union[str, os.PathLike], rules: Optional[Sequence["type[Rule]"]] = None, strategy: str = "auto",
-    target: str = "0.2",
+    target: str = "0.2", repo: Optional[object] = None,
 ) -> FileResult:
-    """Migrate one file in memory (nothing is written; see :func:`write_atomic`)."""
+    """Migrate one file in memory (nothing is written; see :func:`write_atomic`). ``repo``: the cross-file facts
+    of the run (:func:`codemods.analysis.repo.build_repo_facts`); a file it lists as ``extra`` (it imports what a
+    candidate defines) is given to the rules that use those facts even without their trigger words."""
     path = os.fspath(path)
     rules = all_rule_classes() if rules is None else rules
     try:
@@ -240,11 +242,12 @@ def migrate_file(
         return FileResult(path, STATUS_FAILED, error=f"cannot read: {exc.strerror or exc}")
     if b"osmosis-migrate: skip-file" in data:
         return FileResult(path, STATUS_OPTED_OUT)
-    wanted = [r for r in rules if _wants(data, r)]
+    extra = repo is not None and os.path.abspath(path) in getattr(repo, "extra", ())
+    wanted = [r for r in rules if _wants(data, r) or (extra and getattr(r, "uses_repo", False))]
     if not wanted:
         return FileResult(path, STATUS_PREFILTERED)
     try:
-        new, edits, todos, _ = migrate_bytes(data, wanted, strategy=strategy, filename=path, target=target)
+        new, edits, todos, _ = migrate_bytes(data, wanted, strategy=strategy, filename=path, target=target, repo=repo)
     except MigrationError as exc:
         return FileResult(path, STATUS_FAILED, error=str(exc), error_rule=exc.rule)
     if new == data:
@@ -280,10 +283,12 @@ def write_atomic(path: Union[str, os.PathLike], data: bytes) -> None:
 _worker_rules: list = []
 _worker_strategy = "auto"
 _worker_target = "0.2"
+_worker_repo = None
 
 
-def _init_worker(rule_names: list[str], strategy: str, target: str = "0.2") -> None:
-    global _worker_rules, _worker_strategy, _worker_target
+def _init_worker(rule_names: list[str], strategy: str, target: str = "0.2", repo: Optional[object] = None) -> None:
+    global _worker_rules, _worker_strategy, _worker_target, _worker_repo
+    _worker_repo = repo
     by_name = {r.name: r for r in all_rule_classes()}
     _worker_rules = [by_name[n] for n in rule_names]
     _worker_strategy = strategy
@@ -292,7 +297,7 @@ def _init_worker(rule_names: list[str], strategy: str, target: str = "0.2") -> N
 
 
 def _work(path: str) -> FileResult:
-    return migrate_file(path, _worker_rules, _worker_strategy, _worker_target)
+    return migrate_file(path, _worker_rules, _worker_strategy, _worker_target, _worker_repo)
 
 
 def candidates(paths: Iterable[str], rules: Sequence["type[Rule]"]) -> tuple[list[str], list[FileResult]]:
@@ -332,6 +337,16 @@ def run_many(
     _check_strategy(strategy)
     _check_target(target)
     todo, results = candidates(paths, rules)
+    repo = None
+    if any(getattr(r, "uses_repo", False) for r in rules):
+        # facts that cross files (libcst FullRepoManager over the candidates and the files importing them)
+        from codemods.analysis.repo import build_repo_facts
+
+        repo = build_repo_facts(paths, todo, [r for r in rules if getattr(r, "uses_repo", False)], target=target)
+        if repo.extra:
+            moved = [r for r in results if r.status == STATUS_PREFILTERED and os.path.abspath(r.path) in repo.extra]
+            results = [r for r in results if r not in moved]
+            todo += [r.path for r in moved]
     total = len(todo)
     if progress:
         progress(0, total)
@@ -342,7 +357,7 @@ def run_many(
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
         mp = multiprocessing.get_context(method)
         with ProcessPoolExecutor(
-            max_workers=jobs, mp_context=mp, initializer=_init_worker, initargs=([r.name for r in rules], strategy, target)
+            max_workers=jobs, mp_context=mp, initializer=_init_worker, initargs=([r.name for r in rules], strategy, target, repo)
         ) as pool:
             chunk = max(1, min(32, total // (jobs * 8) or 1))
             for i, res in enumerate(pool.map(_work, todo, chunksize=chunk), 1):
@@ -354,7 +369,7 @@ def run_many(
         sys.setrecursionlimit(max(old, 3000))
         try:
             for i, path in enumerate(todo, 1):
-                results.append(migrate_file(path, rules, strategy, target))
+                results.append(migrate_file(path, rules, strategy, target, repo))
                 if progress:
                     progress(i, total)
         finally:
