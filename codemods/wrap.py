@@ -250,6 +250,8 @@ class Framework(ABC):
         self.append_guard: Optional[cst.If] = None  # a `__main__` block to add (the callers were module-level)
         self.where: Optional[cst.CSTNode] = None  # the input statement being converted (line of edits)
         self.needs_asyncio = False  # `import asyncio` must be there (asyncio.to_thread was written)
+        self.import_aliases: set[tuple[str, str]] = set()  # (imported name, rollout name to import beside it)
+        self.imported_names: set[str] = set()  # names imported from other files of the run (repo facts)
 
     # -- recognisers (the analysis asks these)
     def ctor_heads(self) -> set[str]:
@@ -544,8 +546,18 @@ class _Emit(cst.CSTTransformer):
     def leave_Name(self, original: cst.Name, updated: cst.Name):
         if id(original) in self.p.text_nodes:
             return prompt_text_expr()
+        if id(original) in self.not_refs:
+            return updated
+        factory = self.p.agent_calls.get(original.value)
+        if factory is not None:  # an agent another file defines: its rollout factory builds it here
+            self.fw.import_aliases.add((original.value, factory))
+            self.fw.replaced.add(original.value)
+            return cst.Call(func=cst.Name(factory))
         new = self.p.renames.get(original.value)
-        if new is not None and id(original) not in self.not_refs:
+        if new is not None:
+            if original.value in self.fw.imported_names:
+                self.fw.import_aliases.add((original.value, new))
+            self.fw.replaced.add(original.value)  # its import may go if nothing else uses it
             return updated.with_changes(value=new)
         return updated
 
@@ -805,7 +817,23 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
     model = module_model(module, fw, counts, ctx.filename, external)
     code_ = fw.code[:3]
     heads = fw.ctor_heads()
-    if not any(heads & c.keys() for c in counts) and not model.agents:
+    offered: dict = {}
+    if repo is not None:
+        for local, verdict in repo.imported(ctx.filename).items():
+            if verdict.rule != fw.code:
+                continue
+            fw.imported_names.add(local)
+            if verdict.rollout is None:
+                model.imported_problems[local] = (
+                    f"it uses `{local}` from `{verdict.module}`, which cannot be migrated: {verdict.problem}")
+            elif verdict.kind == "agent":
+                model.imported_agents[local] = verdict.rollout
+            elif verdict.kind == "class":
+                model.imported_classes[local] = verdict.rollout
+            elif verdict.kind == "helper":
+                model.imported_helpers[local] = verdict.rollout
+        offered = {n: v for n, v in repo.offered(ctx.filename).items() if v.rule == fw.code and v.rollout}
+    if not any(heads & c.keys() for c in counts) and not model.agents and not fw.imported_names:
         return module
 
     drivers = find_drivers(model, fw)
@@ -870,9 +898,8 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
             fw.note_replaced(value.func)
             ctx.edit(code_ + "01", stmt, f"module-level model `{var}` → {code(cps[0].fallback, 60)} "
                      "(only migrated agents use it)")
-        else:
             for cp in cps:
-                cp.model = cp.fallback
+                cp.model = None  # `model=VAR` stays: VAR is the placeholder now
 
     # factories the workflows get their agents from: converted in place when only migrated code calls them, else a
     # rollout version is added beside them (the plain callers keep theirs)
@@ -936,6 +963,7 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
             new_name = _unique(f"{name}_for_rollout", top_names)
             top_names.add(new_name)
             copy = _strip_comments(func.with_changes(name=cst.Name(new_name), body=block,
+                                                     decorators=_tool_named(fw, func, name),
                                                      leading_lines=[cst.EmptyLine(), cst.EmptyLine()]))
             replacements[idx] = [func, copy]
             for p in users_plans:
@@ -996,6 +1024,25 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
                      f"{fw.osmosis_agent[1]} for the workflows")
         for mp in mplans.values():
             dep_of.update(mp.deps)
+
+    # what other files of the run use from this one: their rollout versions, beside the originals
+    for name, verdict in offered.items():
+        if verdict.rollout in model.bindings:
+            continue  # written by a previous run
+        if verdict.kind == "agent" and name in model.agents:
+            idx = model.agents[name]
+            factory = _agent_factory(model, fw, name, verdict.rollout)
+            if factory is not None:
+                replacements[idx] = [*replacements.get(idx, [body[idx]]), factory]
+                ctx.edit(code_ + "03", body[idx], f"`{verdict.rollout}()` builds `{name}` as {fw.osmosis_agent[1]} "
+                         "for the workflows of other modules (the plain agent stays for its other users)")
+        elif verdict.kind in ("class", "helper") and name not in class_users and name not in helper_users:
+            copy = _offered_copy(model, fw, name, verdict.rollout, verdict.kind)
+            if copy is not None:
+                idx = model.classes.get(name, model.functions.get(name))
+                replacements[idx] = [*replacements.get(idx, [body[idx]]), copy]
+                ctx.edit(code_ + "03", body[idx], f"`{verdict.rollout}` runs {fw.osmosis_agent[1]} for the workflows "
+                         f"of other modules (`{name}` stays for its other users)")
 
     created: list[tuple[str, cst.CSTNode]] = []  # (workflow class, the input statement it was made from)
     for p in plans:
@@ -1108,6 +1155,8 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
         name = assigned_name(stmt)
         if name in dep_of and name not in moved:
             continue  # kept on purpose for its other users; the workflows build their own copies
+        if name in offered or (isinstance(stmt, (cst.ClassDef, cst.FunctionDef)) and stmt.name.value in offered):
+            continue  # other files' workflows use its rollout version, written beside it
         marker = _LeftoverMarker(fw, model, plans, name)
         marked = stmt.visit(marker)
         if marker.marked:
@@ -1462,6 +1511,8 @@ def fw_finish(module: cst.Module, fw: Framework) -> cst.Module:
         module = _add_prompt_helper(module)
     if fw.needs_asyncio and ImportTable.of(module).modules.get("asyncio") != "asyncio":
         module = _add_plain_import(module, "asyncio")
+    for local, new in sorted(fw.import_aliases):
+        module = _import_beside(module, local, new)
     if fw.needed:
         module = add_imports(module, fw.needed)
     if fw.replaced:
@@ -1496,6 +1547,158 @@ def _add_prompt_helper(module: cst.Module) -> cst.Module:
     if at + 1 < len(body):
         body[at + 1] = _with_blank_lines(body[at + 1])
     return module.with_changes(body=body)
+
+
+def _import_beside(module: cst.Module, local: str, new: str) -> cst.Module:
+    """Add ``new`` to the ``from … import`` statement that binds ``local`` (same module, relative dots kept)."""
+    body = list(module.body)
+    for i, stmt in enumerate(body):
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for j, small in enumerate(stmt.body):
+            if not isinstance(small, cst.ImportFrom) or isinstance(small.names, cst.ImportStar):
+                continue
+            bound = [a.evaluated_alias or a.evaluated_name for a in small.names]
+            if new in bound:
+                return module
+            if local not in bound:
+                continue
+            names = list(small.names)
+            if small.lpar is not None and isinstance(names[-1].comma, cst.Comma):
+                names.append(cst.ImportAlias(name=cst.Name(new), comma=names[-1].comma))
+            else:
+                names[-1] = names[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+                names.append(cst.ImportAlias(name=cst.Name(new)))
+            smalls = list(stmt.body)
+            smalls[j] = small.with_changes(names=names)
+            body[i] = stmt.with_changes(body=smalls)
+            return module.with_changes(body=body)
+    return module
+
+
+def _agent_factory(model: "ModuleModel", fw: Framework, name: str, factory: str) -> Optional[cst.FunctionDef]:
+    """``def <factory>(): …; return OsmosisAgent(...)``: the module-level agent ``name`` (and the module agents it
+    references, e.g. handoffs) built per call as the Osmosis class on the placeholder model."""
+    from codemods.analysis.program import _Planner
+
+    deps = sorted(_module_agent_deps(model, {name}) - {name}, key=lambda n: model.agents[n])
+    stmts = [model.body[model.agents[d]] for d in (*deps, name)]
+    plan = _Planner(model, fw, Driver("factory", factory, [model.agents[name]], stmts, None), fw.target).run()
+    if plan.problems:
+        return None
+    converted = [_strip_comments(_emit_stmt(fw, plan, s).with_changes(leading_lines=[])) for s in stmts]
+    last = assigned_value(converted[-1])
+    body = [*converted[:-1], cst.SimpleStatementLine(body=[cst.Return(value=last)])]
+    return cst.FunctionDef(
+        name=cst.Name(factory),
+        params=cst.Parameters(),
+        body=cst.IndentedBlock(body=body),
+        leading_lines=[cst.EmptyLine(), cst.EmptyLine()],
+    )
+
+
+def _offered_copy(model: "ModuleModel", fw: Framework, name: str, new_name: str, kind: str) -> Optional[cst.CSTNode]:
+    """The rollout version of a class or helper function another file uses (a comment-free converted copy)."""
+    from codemods.analysis.program import _Planner
+
+    stub = _Planner(model, fw, Driver("function", "__offer__", [], [], None), fw.target)
+    stub.p = Plan(driver=stub.d, facts=body_facts_empty())
+    if kind == "class":
+        stub.plan_class(name)
+        plans = stub.p.class_plans.get(name, [])
+        if stub.p.problems or not plans:
+            return None
+        cls = model.body[model.classes[name]]
+        by_id = {id(mp.driver.func): mp for mp in plans}
+        methods = []
+        for stmt in _suite(cls.body):
+            mp = by_id.get(id(stmt))
+            if mp is None:
+                methods.append(stmt)
+                continue
+            deps = [_strip_comments(_emit_stmt(fw, mp, model.body[model.agents[d]]).with_changes(leading_lines=[]))
+                    for d in mp.deps]
+            inner = _emit_body(fw, mp, _suite(stmt.body), drop_returns=False)
+            methods.append(stmt.with_changes(body=stmt.body.with_changes(body=[*deps, *inner])))
+        new = cls.with_changes(name=cst.Name(new_name), body=cls.body.with_changes(body=methods))
+    else:
+        func = model.body[model.functions[name]]
+        driver = Driver("helper", name, [model.functions[name]], list(_suite(func.body)), func)
+        hplan = _Planner(model, fw, driver, fw.target).run()
+        if hplan.problems:
+            return None
+        deps = [_strip_comments(_emit_stmt(fw, hplan, model.body[model.agents[d]]).with_changes(leading_lines=[]))
+                for d in hplan.deps]
+        inner = _emit_body(fw, hplan, _suite(func.body), drop_returns=False)
+        new = func.with_changes(name=cst.Name(new_name), body=func.body.with_changes(body=[*deps, *inner]),
+                                decorators=_tool_named(fw, func, name))
+    return _strip_comments(new.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()]))
+
+
+def _tool_named(fw: Framework, func: cst.FunctionDef, name: str) -> list:
+    """The decorators of a tool's rollout copy: the tool keeps the name the model knows (``@tool(name="x")``,
+    ``@function_tool(name_override="x")``), whatever the copy is called."""
+    out = []
+    for dec in func.decorators:
+        target = dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator
+        resolved = fw.table.resolve(target) or code(target)
+        if fw.table.matches(target, fw.tool_decorators) is None or resolved.endswith("guardrail"):
+            out.append(dec)
+            continue
+        keyword = "name_override" if resolved.endswith("function_tool") else "name"
+        call = dec.decorator if isinstance(dec.decorator, cst.Call) else cst.Call(func=dec.decorator)
+        if kwarg(call, keyword) is None:
+            call = with_kwarg(call, keyword, cst.SimpleString(f'"{name}"'))
+        out.append(dec.with_changes(decorator=call))
+    return out
+
+
+def body_facts_empty():
+    from codemods.analysis.body import BodyFacts
+
+    return BodyFacts()
+
+
+def offers_of(tree: cst.Module, fw: Framework, module_name: str, names: Sequence[str]) -> dict:
+    """What ``tree`` can offer other files for ``names`` (used by :mod:`codemods.analysis.repo`): a rollout factory
+    for a module-level agent, a rollout copy of a class whose methods run agents or of a helper — or why not."""
+    from codemods.analysis.program import _Planner
+    from codemods.analysis.repo import Verdict
+
+    counts = [name_counts(s) for s in tree.body]
+    model = module_model(tree, fw, counts, fw.ctx.filename, {n: ["other modules"] for n in names})
+    repo = getattr(fw.ctx, "repo", None)
+    if repo is not None:  # what this exporter itself imports from files analysed before it
+        for local, verdict in repo.imported(fw.ctx.filename).items():
+            if verdict.rule == fw.code and verdict.rollout:
+                {"agent": model.imported_agents, "class": model.imported_classes,
+                 "helper": model.imported_helpers}[verdict.kind][local] = verdict.rollout
+    find_drivers(model, fw)
+    out = {}
+    for name in names:
+        if name.endswith(("_for_rollout", "ForRollout")):
+            continue  # already a rollout version (written by a previous run)
+        if name in model.agents and name not in model.groups:
+            factory = f"{name}_for_rollout"
+            fn = _agent_factory(model, fw, name, factory)
+            out[name] = Verdict("agent", module_name, name, factory if fn is not None else None,
+                                "" if fn is not None else f"the agent `{name}` cannot be built on the rollout model",
+                                rule=fw.code)
+        elif name in model.runner_classes and name in model.classes:
+            stub = _Planner(model, fw, Driver("function", "__offer__", [], [], None), fw.target)
+            stub.p = Plan(driver=stub.d, facts=body_facts_empty())
+            stub.plan_class(name)
+            ok = not stub.p.problems
+            out[name] = Verdict("class", module_name, name, f"{name}ForRollout" if ok else None,
+                                "; ".join(stub.p.problems), rule=fw.code)
+        elif name in model.runners and name in model.functions:
+            func = model.body[model.functions[name]]
+            driver = Driver("helper", name, [model.functions[name]], list(_suite(func.body)), func)
+            hplan = _Planner(model, fw, driver, fw.target).run()
+            ok = not hplan.problems
+            out[name] = Verdict("helper", module_name, name, f"{name}_for_rollout" if ok else None,
+                                "; ".join(hplan.problems), rule=fw.code)
+    return out
 
 
 def _add_plain_import(module: cst.Module, name: str) -> cst.Module:

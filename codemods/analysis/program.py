@@ -67,6 +67,11 @@ class ModuleModel:
     runners: set[str] = field(default_factory=set)  # functions with a run site of their own
     helpers: set[str] = field(default_factory=set)  # runners used by other runners or by agents (tools, guardrails)
     runner_classes: set[str] = field(default_factory=set)  # classes whose methods run agents
+    # names imported from other files of the run, with what those files offer (codemods.analysis.repo)
+    imported_agents: dict[str, str] = field(default_factory=dict)  # local agent name → its rollout factory
+    imported_classes: dict[str, str] = field(default_factory=dict)  # local class → its rollout class
+    imported_helpers: dict[str, str] = field(default_factory=dict)  # local function → its rollout version
+    imported_problems: dict[str, str] = field(default_factory=dict)  # local name → why nothing is offered
 
     def users(self, name: str, skip: Sequence[int] = ()) -> list[int]:
         """Top-level statements (indices) that reference ``name``, except those in ``skip``."""
@@ -222,8 +227,8 @@ class CtorPlan:
     model: Optional[cst.BaseExpression] = None  # the new ``model=`` value (None: keep what is there)
     messages_prompt: bool = False  # add ``messages=ctx.prompt`` (Strands: the run that takes the prompt)
     model_note: str = ""
-    module_var: Optional[str] = None  # keeps ``model=VAR``: the module-level VAR becomes the placeholder in place…
-    fallback: Optional[cst.BaseExpression] = None  # …or, when plain code uses VAR too, this placeholder instead
+    module_var: Optional[str] = None  # ``model=VAR``, VAR module-level: ``model`` is its placeholder (the safe
+    fallback: Optional[cst.BaseExpression] = None  # default) unless VAR itself becomes the placeholder in place
 
 
 @dataclass
@@ -258,6 +263,7 @@ class Plan:
     helper_plans: dict[str, "Plan"] = field(default_factory=dict)  # helpers (functions that run agents) it uses
     class_plans: dict[str, list["Plan"]] = field(default_factory=dict)  # classes whose methods run agents: per method
     renames: dict[str, str] = field(default_factory=dict)  # module-level name → its rollout version
+    agent_calls: dict[str, str] = field(default_factory=dict)  # imported agent → the factory call replacing it
 
 
 # input kinds
@@ -283,7 +289,7 @@ def find_drivers(model: ModuleModel, fw: "Framework") -> list[Driver]:
     out: list[Driver] = []
     body = model.body
     heads = fw.run_heads()
-    agent_names = set(model.agents)
+    agent_names = set(model.agents) | set(model.imported_agents)
     producers = {
         name for name, i in model.functions.items()
         if fw.ctor_heads() & model.counts[i].keys() and _returns(body[i].body)
@@ -305,20 +311,22 @@ def find_drivers(model: ModuleModel, fw: "Framework") -> list[Driver]:
         if not has_skip_marker(stmt) and may_run(i) and not _is_osmosis_class(stmt, model.table) \
                 and fw.has_run_site(stmt.body, agent_names, producers):
             classes.add(name)
+    classes |= set(model.imported_classes)
     model.runner_classes = classes
     # functions that reach a runner through calls (one level is what real programs use; two are allowed)
-    reach = set(runners) | classes
+    reach = set(runners) | classes | set(model.imported_helpers)
     for _ in range(2):
         for name, i in model.functions.items():
             if name not in reach and not has_skip_marker(body[i]) and (set(model.counts[i]) - {name}) & reach:
                 reach.add(name)
     helpers: set[str] = set()
-    for name in reach - classes:
+    for name in reach - classes - set(model.imported_helpers):
         users = model.users(name, skip=[model.functions[name]])
         by_reach = [j for j in users if isinstance(body[j], cst.FunctionDef) and body[j].name.value in reach]
         by_agent = [j for j in users if j in model.agents.values()]
         if name in runners and (by_reach or by_agent or fw.is_tool_decorator(body[model.functions[name]])):
             helpers.add(name)
+    helpers |= set(model.imported_helpers)
     model.helpers = helpers
     model.runners = runners
 
@@ -330,7 +338,7 @@ def find_drivers(model: ModuleModel, fw: "Framework") -> list[Driver]:
             name = stmt.name.value
             if name in helpers or fw.is_tool_decorator(stmt):
                 continue
-            if name in runners or (name in reach and set(model.counts[i]) & (helpers | classes)):
+            if name in runners or (name in reach and _runs_indirectly(stmt, helpers, classes)):
                 out.append(Driver("function", name, [i], list(_block(stmt.body)), stmt))
         elif isinstance(stmt, cst.ClassDef) or _is_import(stmt):
             continue
@@ -349,6 +357,32 @@ def find_drivers(model: ModuleModel, fw: "Framework") -> list[Driver]:
         ]
         out.append(Driver("script", _stem(model.filename) or "script", indices, [body[j] for j in indices]))
     return out
+
+
+def _runs_indirectly(func: cst.FunctionDef, helpers: set[str], classes: set[str]) -> bool:
+    """``func`` calls a helper that runs agents, or a method of an object of a class whose methods do
+    (``Manager().run(q)``, ``m = Manager(); m.ask(q)``) — building or returning such an object runs nothing."""
+    objects: set[str] = set()
+    found = [False]
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, n: cst.Assign) -> None:
+            if isinstance(n.value, cst.Call) and isinstance(n.value.func, cst.Name) and n.value.func.value in classes:
+                objects.update(t.target.value for t in n.targets if isinstance(t.target, cst.Name))
+
+        def visit_Call(self, n: cst.Call) -> None:
+            f = n.func
+            if isinstance(f, cst.Name) and f.value in helpers:
+                found[0] = True
+            elif isinstance(f, cst.Attribute):
+                owner = f.value
+                if (isinstance(owner, cst.Name) and owner.value in objects) or (
+                    isinstance(owner, cst.Call) and isinstance(owner.func, cst.Name) and owner.func.value in classes
+                ):
+                    found[0] = True
+
+    func.body.visit(V())
+    return found[0]
 
 
 def _is_osmosis_class(cls: cst.ClassDef, table: ImportTable) -> bool:
@@ -401,10 +435,10 @@ class _Planner:
             return self.run_helper()
         d, m = self.d, self.m
         deps = self.agent_deps(self.initial_agent_names())
-        facts = body_facts(d.stmts, self.fw, set(deps), producers=self.producers())
+        facts = body_facts(d.stmts, self.fw, set(deps) | set(m.imported_agents), producers=self.producers())
         self.p = Plan(driver=d, facts=facts)
         self.p.deps = sorted(deps, key=lambda n: m.agents[n])
-        self.local_agents = {c.var for c in facts.ctors if c.var} | set(deps)
+        self.local_agents = {c.var for c in facts.ctors if c.var} | set(deps) | set(m.imported_agents)
         self.aliases: dict[str, list[str]] = {}
         self.check_callers()
         self.check_structure()
@@ -434,6 +468,8 @@ class _Planner:
         p = self.p
 
         def is_sync_method(cls_name: str, method: str) -> bool:
+            if cls_name not in m.classes:
+                return False  # imported: its rollout version is what runs (awaited as written)
             cls = m.body[m.classes[cls_name]]
             for stmt in _block(cls.body):
                 if isinstance(stmt, cst.FunctionDef) and stmt.name.value == method:
@@ -450,7 +486,7 @@ class _Planner:
                 f = n.func
                 if id(n) in awaited:
                     return
-                if isinstance(f, cst.Name) and f.value in m.helpers:
+                if isinstance(f, cst.Name) and f.value in m.helpers and f.value in m.functions:
                     func = m.body[m.functions[f.value]]
                     if isinstance(func, cst.FunctionDef) and func.asynchronous is None:
                         p.thread_calls.add(id(n))
@@ -477,11 +513,12 @@ class _Planner:
         classes, its runs get a fresh session each time (it may be called many times); its inputs are its own."""
         d = self.d
         deps = self.agent_deps(self.initial_agent_names())
-        self_agents = getattr(self, "self_agents", set())
+        self_agents = getattr(self, "self_agents", set()) | set(self.m.imported_agents)
         facts = body_facts(d.stmts, self.fw, set(deps) | self_agents, producers=self.producers())
         self.p = Plan(driver=d, facts=facts, mode="inplace")
         self.p.deps = sorted(deps, key=lambda n: self.m.agents[n])
         self.local_agents = {c.var for c in facts.ctors if c.var} | set(deps) | self_agents
+        self.use_imported()
         self.entry_kind = ""
         self.resolve_agents()
         for run in facts.runs:
@@ -495,13 +532,29 @@ class _Planner:
         self.plan_samples()
         return self.p
 
+    def use_imported(self) -> None:
+        """Names imported from other files of the run: their rollout versions replace them in what is migrated
+        (``planner_agent`` → ``planner_agent_for_rollout()``, ``ResearchManager`` → ``ResearchManagerForRollout``);
+        a name whose file offers nothing makes the driver fail with that file's reason."""
+        m, p = self.m, self.p
+        for name in sorted(set(p.facts.loads)):
+            if name in m.imported_agents:
+                p.agent_calls[name] = m.imported_agents[name]
+            elif name in m.imported_classes:
+                p.renames[name] = m.imported_classes[name]
+            elif name in m.imported_helpers:
+                p.renames[name] = m.imported_helpers[name]
+            elif name in m.imported_problems:
+                self.problem(m.imported_problems[name])
+
     def plan_helpers(self) -> None:
         """The helpers the driver uses — called (``await check(x)``) or handed to an agent (``tools=[f]``,
         ``input_guardrails=[g]``), and classes whose methods run agents: each is planned; what it cannot do, the
         driver cannot either."""
-        for name in sorted(set(self.p.facts.loads) & self.m.runner_classes):
+        self.use_imported()
+        for name in sorted(set(self.p.facts.loads) & self.m.runner_classes - set(self.m.imported_classes)):
             self.plan_class(name)
-        used = set(self.p.facts.loads) & self.m.helpers
+        used = set(self.p.facts.loads) & self.m.helpers - set(self.m.imported_helpers)
         for dep in self.p.deps:
             used |= set(self.m.counts[self.m.agents[dep]]) & self.m.helpers
         for name in sorted(used - {self.d.name}):

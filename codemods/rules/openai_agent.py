@@ -120,7 +120,8 @@ class OpenAIFramework(Framework):
             if resolved is not None and resolved[0] == "module" and isinstance(resolved[1], cst.Call) \
                     and value.value in planner.m.models:
                 fallback, problem, gone = self.module_model_value(resolved[1])
-                return CtorPlan(module_var=value.value, fallback=fallback, model_note=f"`{value.value}`"), problem, gone
+                return CtorPlan(model=fallback, module_var=value.value, fallback=fallback,
+                                model_note=f"`{value.value}`"), problem, gone
         if isinstance(value, cst.Call):
             problem = self._model_problem(value)
             if problem:
@@ -377,11 +378,24 @@ class OpenAIAgentRule(Rule):
     summary = "agents.Agent + Runner.run → OsmosisAgent(model=OsmosisRolloutModel()) + OsmosisMemorySession in AgentWorkflow.run()"
     trigger_words = ("from agents", "import agents")
 
-    def transform(self, module: cst.Module, ctx: RuleContext) -> cst.Module:
-        table = ImportTable.of(module)
+    uses_repo = True  # cross-file facts (codemods.analysis.repo): the driver builds them for a run over a tree
+
+    @classmethod
+    def framework(cls, table: ImportTable, ctx: RuleContext) -> Optional[OpenAIFramework]:
+        """The framework for a module that imports the OpenAI Agents SDK, else None."""
         if not any(
             q == "agents" or q.startswith("agents.")
             for q in [*table.names.values(), *table.modules.values(), *table.stars]
         ):
-            return module
-        return migrate_module(module, OpenAIFramework(table, ctx))
+            return None
+        return OpenAIFramework(table, ctx)
+
+    def transform(self, module: cst.Module, ctx: RuleContext) -> cst.Module:
+        fw = self.framework(ImportTable.of(module), ctx)
+        if fw is None:
+            repo = getattr(ctx, "repo", None)
+            if repo is not None and any(v.rule == self.code for v in repo.imported(ctx.filename).values()):
+                fw = OpenAIFramework(ImportTable.of(module), ctx)  # imports only what other files offer
+            else:
+                return module
+        return migrate_module(module, fw)

@@ -227,7 +227,7 @@ class StrandsFramework(Framework):
                 # `model = LiteLLMModel(...)` in the same body: converted where it is
                 planner.p.model_assigns[id(held)] = new
                 return CtorPlan(), "", gone
-            return CtorPlan(module_var=value.value, fallback=new, model_note=f"`{value.value}`"), "", gone
+            return CtorPlan(model=new, module_var=value.value, fallback=new, model_note=f"`{value.value}`"), "", gone
         held = planner.resolve_attr(value)
         if isinstance(held, cst.Call):
             new, problem, gone = self.convert_model_call(held)
@@ -387,8 +387,21 @@ class StrandsAgentRule(Rule):
     summary = "strands.Agent + its model → OsmosisStrandsAgent + OsmosisRolloutModel in AgentWorkflow.run()"
     trigger_words = ("from strands", "import strands")
 
-    def transform(self, module: cst.Module, ctx: RuleContext) -> cst.Module:
-        table = ImportTable.of(module)
+    uses_repo = True  # cross-file facts (codemods.analysis.repo): the driver builds them for a run over a tree
+
+    @classmethod
+    def framework(cls, table: ImportTable, ctx: RuleContext) -> Optional[StrandsFramework]:
+        """The framework for a module that imports Strands, else None."""
         if not any(q.startswith("strands") for q in [*table.names.values(), *table.modules.values(), *table.stars]):
-            return module
-        return migrate_module(module, StrandsFramework(table, ctx))
+            return None
+        return StrandsFramework(table, ctx)
+
+    def transform(self, module: cst.Module, ctx: RuleContext) -> cst.Module:
+        fw = self.framework(ImportTable.of(module), ctx)
+        if fw is None:
+            repo = getattr(ctx, "repo", None)
+            if repo is not None and any(v.rule == self.code for v in repo.imported(ctx.filename).values()):
+                fw = StrandsFramework(ImportTable.of(module), ctx)  # imports only what other files offer
+            else:
+                return module
+        return migrate_module(module, fw)

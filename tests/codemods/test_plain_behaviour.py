@@ -10,6 +10,7 @@ repeated in a loop gets a fresh session each pass.
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import itertools
 import sys
@@ -128,3 +129,28 @@ async def test_a_manager_class_runs_its_steps_each_in_its_own_session(tmp_path):
     solver, writer = sorted(texts, key=len, reverse=True)
     assert solver[0] == "What is 2 + 3?"  # the interactive input() became the prompt's text
     assert writer == ["Result: The answer is 5."]  # the writer reads the solver's result, as before
+
+
+async def test_a_package_migrated_across_files_serves_its_workflow(tmp_path):
+    """calc_app: agents in one module, a manager class in another, main.py reading input(): one run migrates all
+    three; the served workflow runs the manager's rollout copy, which builds the agents' rollout versions."""
+    import shutil
+
+    from codemods.driver import run_many, select_rules, write_atomic
+
+    shutil.copytree(FIXTURES / "openai_agent_tree" / "calc_app", tmp_path / "calc_app_m")
+    paths = [str(p) for p in sorted((tmp_path / "calc_app_m").rglob("*.py"))]
+    for r in run_many(paths, select_rules()):
+        if r.new_bytes is not None:
+            write_atomic(r.path, r.new_bytes)
+    main = tmp_path / "calc_app_m" / "main.py"
+    main.write_text(main.read_text() + GRADER.format(workflow="MainWorkflow"))
+    sys.path.insert(0, str(tmp_path))
+    try:
+        module = importlib.import_module("calc_app_m.main")
+    finally:
+        sys.path.remove(str(tmp_path))
+    module.backend.artifact_root = tmp_path / "artifacts"
+    record = await _rollout(module)
+    texts = sorted(_user_texts(record).values(), key=len, reverse=True)
+    assert texts[0][0] == "What is 2 + 3?" and texts[1] == ["Result: The answer is 5."]

@@ -296,3 +296,58 @@ def test_a_workflow_without_grader_gets_a_todo_saying_what_it_could_read():
     (todo,) = [t for t in res.todos if t.code == "OM195"]
     assert "ctx.label" in todo.reason and "ctx.metadata" in todo.reason and "messages" in todo.reason
     assert "set_sample_reward" in todo.reason
+
+
+# ------------------------------------------------------------------------------------------------ across files
+
+
+def _migrate_tree(tmp_path, tree: str, package: str):
+    """Copy a fixture package, migrate it as one run (cross-file facts included), write it; {file name: text}."""
+    import shutil
+
+    from codemods.driver import write_atomic
+
+    root = tmp_path / package
+    shutil.copytree(FIXTURES / tree / package, root)
+    paths = [str(p) for p in sorted(root.rglob("*.py"))]
+    results = run_many(paths, select_rules())
+    assert not [r for r in results if r.status == "failed"], [(r.path, r.error) for r in results]
+    for r in results:
+        if r.new_bytes is not None:
+            write_atomic(r.path, r.new_bytes)
+    again = run_many(paths, select_rules())
+    assert [r.path for r in again if r.status == "changed"] == []  # a fixed point across files too
+    return {str(Path(p).relative_to(root)): Path(p).read_text() for p in paths}, results
+
+
+def test_agents_defined_in_one_module_and_run_by_a_manager_in_another_migrate_in_one_run(tmp_path):
+    files, _ = _migrate_tree(tmp_path, "openai_agent_tree", "research_bot")
+    for name, text in files.items():
+        ast.parse(text)
+        assert not undefined_names(text), (name, undefined_names(text))
+    planner = files["agents/planner_agent.py"]
+    assert "planner_agent = Agent(" in planner  # the plain agent stays for its other users…
+    assert "def planner_agent_for_rollout():\n    return OsmosisAgent(" in planner  # …its rollout version beside it
+    manager = files["manager.py"]
+    assert "class ResearchManager:" in manager and "class ResearchManagerForRollout:" in manager
+    assert "Runner.run(\n            planner_agent_for_rollout()," in manager
+    assert "from .agents.planner_agent import WebSearchPlan, planner_agent, planner_agent_for_rollout" in manager
+    main = files["main.py"]
+    assert "from .manager import ResearchManagerForRollout" in main
+    assert "await ResearchManagerForRollout().run(query)" in main and "query = _prompt_text(ctx.prompt)" in main
+
+
+def test_other_users_of_a_migrated_class_keep_the_plain_one(tmp_path):
+    files, _ = _migrate_tree(tmp_path, "openai_agent_tree", "calc_app")
+    assert files["test_usage.py"] == (FIXTURES / "openai_agent_tree" / "calc_app" / "test_usage.py").read_text()
+    assert "class CalcManager:" in files["manager.py"] and "class CalcManagerForRollout:" in files["manager.py"]
+
+
+def test_a_tool_another_module_imports_gets_a_rollout_copy_with_the_same_tool_name(tmp_path):
+    files, _ = _migrate_tree(tmp_path, "strands_agent_tree", "assistant")
+    specialists = files["specialists.py"]
+    assert "@tool\ndef math_assistant(query: str) -> str:" in specialists  # web.py still imports and calls it
+    assert '@tool(name="math_assistant")\ndef math_assistant_for_rollout(query: str) -> str:' in specialists
+    assert "OsmosisStrandsAgent(model=OsmosisRolloutModel(params={\"temperature\": 0.2})" in specialists
+    assert "tools=[math_assistant_for_rollout]" in files["orchestrator.py"]
+    assert "from .specialists import math_assistant\n" in files["web.py"]
