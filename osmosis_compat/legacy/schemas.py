@@ -28,6 +28,8 @@ from pydantic import (
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import PydanticSerializationError
 
+from osmosis_compat.runtime.wirecheck import check_header_value, check_http_url, check_identifier, check_wire_json
+
 __all__ = [
     "DEFAULT_MAX_METADATA_SIZE_BYTES",
     "CompletionUsage",
@@ -263,6 +265,11 @@ class RolloutRequest(BaseModel):
     ``rollout_id`` is 1–256 characters and not blank; ``server_url`` is an http(s) URL with a host;
     ``completion_params`` is required; ``metadata`` must be JSON-serialisable and within
     :func:`get_max_metadata_size_bytes`. ``max_turns``, ``max_tokens_total`` and ``tool_server_url`` are advisory.
+
+    Stricter than upstream (docs/legacy-server.md, "Bad input"): ``rollout_id`` / ``idempotency_key`` without
+    control characters or lone surrogates; ``server_url`` without whitespace/control characters and with a valid
+    port; ``api_key`` sendable as an HTTP header; ``messages`` / ``completion_params`` strict JSON (finite numbers,
+    valid Unicode), since the server sends them on.
     """
 
     model_config = ConfigDict(defer_build=True)
@@ -281,7 +288,14 @@ class RolloutRequest(BaseModel):
     @field_validator("rollout_id")
     @classmethod
     def _rollout_id_not_blank(cls, value: str) -> str:
-        return _check_rollout_id(value)
+        # Beyond upstream: the id names the debug trace file (serve --log) and appears in logs, so NUL and other
+        # control characters, and lone surrogates, are refused here rather than failing the rollout later.
+        return check_identifier(_check_rollout_id(value), label="rollout_id")
+
+    @field_validator("idempotency_key")
+    @classmethod
+    def _idempotency_key_is_text(cls, value: Optional[str]) -> Optional[str]:
+        return None if value is None else check_identifier(value, label="idempotency_key")
 
     @field_validator("server_url")
     @classmethod
@@ -291,13 +305,36 @@ class RolloutRequest(BaseModel):
             raise ValueError("server_url must use http or https scheme")
         if not parsed.netloc:
             raise ValueError("server_url must have a valid host")
+        # Beyond upstream: every model call and the callback go to this URL; one httpx cannot send (CR/LF,
+        # spaces, a bad port, no host name) would leave the rollout unable to report.
+        check_http_url(value, label="server_url")
         return value
+
+    @field_validator("api_key")
+    @classmethod
+    def _api_key_is_sendable(cls, value: Optional[str]) -> Optional[str]:
+        # Sent back as "Authorization: Bearer <api_key>" on every model call and on the callback.
+        return check_header_value(value, label="api_key")
+
+    @field_validator("messages", "completion_params")
+    @classmethod
+    def _resent_values_are_json(cls, value: Any, info: Any) -> Any:
+        # Re-sent to {server_url}/v1/chat/completions: NaN/Infinity or a lone surrogate would fail every model call.
+        return check_wire_json(value, label=info.field_name)
+
+    @field_validator("tool_server_url")
+    @classmethod
+    def _tool_server_url_is_text(cls, value: Optional[str]) -> Optional[str]:
+        # Advisory (the server never calls it), so only what any later use would trip over: lone surrogates.
+        return None if value is None else check_wire_json(value, label="tool_server_url", numbers=False)
 
     @field_validator("metadata")
     @classmethod
     def _metadata_within_limit(cls, value: dict[str, Any]) -> dict[str, Any]:
         if not value:
             return value
+        # NaN/Infinity stay accepted here, as upstream (free-form); lone surrogates do not (nothing can encode them).
+        check_wire_json(value, label="metadata", numbers=False)
         try:
             size = len(json.dumps(value).encode("utf-8"))
         except (TypeError, ValueError) as exc:

@@ -37,6 +37,7 @@ from osmosis_compat.runtime.engine import Admission, EngineClosedError
 from osmosis_compat.runtime.bridge import aclose_bridge
 from osmosis_compat.runtime.http import aclose_clients
 from osmosis_compat.runtime.store import RolloutStore
+from osmosis_compat.server.errors import install_error_handlers
 from osmosis_compat.server.executors import LoopExecutor
 from osmosis_compat.server.polling import (
     DEFAULT_POLLING_LEASE_TIMEOUT_SEC,
@@ -154,6 +155,7 @@ def create_app(
         description="Remote rollout server for Osmosis agent training",
         lifespan=lifespan,
     )
+    install_error_handlers(app)
     app.state.rollout_state = state
 
     def health_body() -> dict[str, Any]:
@@ -243,6 +245,13 @@ def create_app(
             return JSONResponse(status_code=500, content={"detail": str(exc)})
         except EngineClosedError as exc:
             return JSONResponse(status_code=503, content={"detail": str(exc)})
+        if submission.value is None:
+            # The key belongs to a rollout the 0.3.8 polling route admitted (it has no init answer): answering 202
+            # `null` would accept a rollout that never runs.
+            return JSONResponse(
+                status_code=409,
+                content={"detail": f"{key!r} is already registered by a rollout of the polling protocol (POST /rollout)"},
+            )
         # Duplicates get the leader's body, including the leader's rollout_id (upstream behaviour).
         return JSONResponse(status_code=202, content=submission.value)
 

@@ -38,6 +38,7 @@ from osmosis_compat.runtime.engine import Admission, EngineClosedError, EngineFu
 from osmosis_compat.runtime.http import aclose_clients
 from osmosis_compat.runtime.jsonwire import NotJSONError
 from osmosis_compat.runtime.store import RolloutStore, StoreUnavailableError
+from osmosis_compat.server.errors import install_error_handlers
 from osmosis_compat.server.executors import WorkflowExecutor
 from osmosis_compat.server.polling import (
     DEFAULT_POLLING_LEASE_TIMEOUT_SEC,
@@ -320,6 +321,7 @@ def create_rollout_server(
             await aclose_clients()
 
     app = FastAPI(title="Osmosis rollout server (workflow)", lifespan=server_lifespan)
+    install_error_handlers(app)
     app.state.rollout_engine = engine
     app.state.rollout_backend = backend
     app.state.rollout_polling = polling

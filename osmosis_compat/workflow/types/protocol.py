@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from osmosis_compat.runtime.wirecheck import check_header_value, check_http_url, check_identifier
+from osmosis_compat.runtime.wirecheck import check_header_value, check_http_url, check_identifier, check_wire_json
 from osmosis_compat.workflow.types.sample import (
     MessageDict,
     MultiTurnMode,
@@ -83,6 +83,19 @@ class RolloutInitRequest(BaseModel):
     @classmethod
     def _rollout_id_is_single_path_segment(cls, value: str) -> str:
         return check_identifier(ensure_single_path_segment(value, label="rollout_id"), label="rollout_id")
+
+    @field_validator("initial_messages", "label")
+    @classmethod
+    def _sent_on_values_are_json(cls, value: Any, info: Any) -> Any:
+        # The prompt is re-sent with every model call and the label comes back in the result's sample: NaN/Infinity
+        # or a lone surrogate would fail each of those requests (or the result poll) after a 2xx admission.
+        return check_wire_json(value, label=info.field_name)
+
+    @field_validator("metadata", "extra_fields")
+    @classmethod
+    def _free_form_text_is_unicode(cls, value: dict[str, Any] | None, info: Any) -> dict[str, Any] | None:
+        # Free-form, so NaN stays accepted as upstream; a lone surrogate can be encoded nowhere.
+        return check_wire_json(value, label=info.field_name, numbers=False)
 
     @field_validator("llm_api_key")
     @classmethod
@@ -162,6 +175,17 @@ class CancelRolloutsRequest(BaseModel):
     ids: list[str] | None = None
     prefix: str | None = None
     all: bool = False
+
+    @field_validator("ids")
+    @classmethod
+    def _ids_are_text(cls, value: list[str] | None) -> list[str] | None:
+        # Echoed as keys of ``dispositions``: a lone surrogate could not be encoded in the answer.
+        return None if value is None else [check_identifier(item, label="ids[]") for item in value]
+
+    @field_validator("prefix")
+    @classmethod
+    def _prefix_is_text(cls, value: str | None) -> str | None:
+        return None if value is None else check_identifier(value, label="prefix")
 
     @property
     def selector_count(self) -> int:
