@@ -75,6 +75,12 @@ class RedisServer:
             self.proc.wait()
         self.proc = None
 
+    def flush(self) -> None:
+        """Drop every key (FLUSHALL)."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=2) as conn:
+            conn.sendall(b"FLUSHALL\r\n")
+            assert conn.recv(16).startswith(b"+OK")
+
     def restart(self, downtime: float = 0.0) -> None:
         self.stop()
         time.sleep(downtime)

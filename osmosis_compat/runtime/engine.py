@@ -289,7 +289,8 @@ class RolloutEngine:
         if self.cancel_local(key):
             return True
         record = await self.store.get(key)
-        if record is None or record.finished or record.owner == self.instance_id:
+        # A finished record may still have a running task: a cancel or a lease expiry finishes the record first.
+        if record is None or record.owner == self.instance_id:
             return False
         await self.store.request_cancel(key)
         return True

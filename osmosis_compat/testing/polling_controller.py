@@ -41,6 +41,7 @@ _RETRY_AFTER_FLOOR, _RETRY_AFTER_MAX = 0.05, 60.0
 _READ_GRACE = 10.0  # the client's GET timeout is the advertised wait + 10 s (0.3.8)
 _SHARDS = 16
 _TRANSPORT_RETRY_DELAYS = (0.1, 0.5)
+_GATEWAY_RETRY_DELAYS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
 
 
 @dataclass
@@ -193,7 +194,8 @@ class FakePollingController(ServedFake):
     async def admit(self, rollout_server_url: str, *, rollout_id: str, initial_messages: list[dict[str, Any]], **fields: Any) -> PollingAdmission:
         """``POST /rollout`` until admitted: loops on 429 (``Retry-After`` clamped to [0.05, 60] s, default 1 s);
         any other status than 202 raises :class:`UnexpectedStatus` with the response."""
-        key = fields.pop("llm_api_key", None) or f"llm-{secrets.token_urlsafe(12)}"
+        # One key per rollout id (a duplicate admission must not replace the key the running rollout holds).
+        key = fields.pop("llm_api_key", None) or self._keys.get(rollout_id) or f"llm-{secrets.token_urlsafe(12)}"
         self._keys[rollout_id] = key
         body = self.rollout_body(rollout_id=rollout_id, initial_messages=initial_messages, llm_api_key=key, **fields)
         client = self._client(rollout_id)
@@ -228,17 +230,27 @@ class FakePollingController(ServedFake):
         )
 
     async def _poll_with_retries(self, rollout_server_url: str, admission: PollingAdmission) -> Any:
-        """:meth:`poll`, retried on transport errors after 0.1 and 0.5 s, as ``RolloutClient`` does (a result read
-        is idempotent; e.g. a keep-alive connection the server closed while idle fails on reuse)."""
+        """:meth:`poll`, retried as ``RolloutClient`` retries a result read (it is idempotent): transport errors
+        after 0.1 and 0.5 s (e.g. a keep-alive connection the server closed while idle), 502/503/504 after 0.25,
+        0.5, 1, 2, 4 and 8 s (a load balancer's answer, or a server whose store is briefly unreachable)."""
         import httpx
 
-        for delay in (*_TRANSPORT_RETRY_DELAYS, None):
+        transport = iter(_TRANSPORT_RETRY_DELAYS)
+        gateway = iter(_GATEWAY_RETRY_DELAYS)
+        while True:
             try:
-                return await self.poll(rollout_server_url, admission)
+                response = await self.poll(rollout_server_url, admission)
             except (httpx.RemoteProtocolError, httpx.NetworkError, httpx.ReadTimeout):
+                delay = next(transport, None)
                 if delay is None:
                     raise
-                await asyncio.sleep(delay)
+            else:
+                if response.status_code not in (502, 503, 504):
+                    return response
+                delay = next(gateway, None)
+                if delay is None:
+                    return response
+            await asyncio.sleep(delay)
 
     async def wait_for_result(
         self, rollout_server_url: str, admission: PollingAdmission, *, timeout: float = 30.0

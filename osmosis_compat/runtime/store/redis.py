@@ -391,8 +391,9 @@ class RedisStore(RolloutStore):
     # -- cancellation ----------------------------------------------------------------------------------------
 
     async def request_cancel(self, key: str) -> None:
+        # Sent for finished records too: a cancel or a lease expiry finishes the record before the task stops.
         record = await self.update(key, cancel_requested=True)
-        if record is None or record.finished:
+        if record is None:
             return
         try:
             await self._client().publish(self._shared.cancels, f"{record.owner} {key}")
