@@ -13,11 +13,13 @@ Deliberate differences from upstream (docs/legacy-server.md):
 - tool JSON schemas reach TrainGate whole (``items``, ``additionalProperties``, ``default`` … kept);
 - ``settings=`` applies to the rollouts' HTTP client;
 - graceful shutdown drains in-flight rollouts for a bounded time, then sends each one an ERROR callback
-  (upstream cancelled them silently).
+  (upstream cancelled them silently) — unless its final callback had already started: that one is waited for and
+  stands (one final callback, always).
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -33,6 +35,7 @@ from osmosis_compat.legacy.config import RolloutSettings, get_settings
 from osmosis_compat.legacy.schemas import RolloutRequest, normalize_tools
 from osmosis_compat.legacy.state import AppState
 from osmosis_compat.runtime.auth import extract_bearer_token, keys_match
+from osmosis_compat.runtime.callbacks import CallbackLedger
 from osmosis_compat.runtime.engine import Admission, EngineClosedError
 from osmosis_compat.runtime.bridge import aclose_bridge
 from osmosis_compat.runtime.http import aclose_clients
@@ -67,6 +70,7 @@ _CALLBACK_BODY_ON_LEGACY = (
     "the adapter: osmosis-compat serve --expose workflow (or both)."
 )
 SHUTDOWN_ERROR_MESSAGE = "Rollout aborted: the rollout server shut down before the agent finished"
+FINAL_CALLBACK = "final"
 
 
 class GetToolsError(Exception):
@@ -182,8 +186,35 @@ def create_app(
             raise GetToolsError(f"get_tools() returned an invalid tool list: {exc}") from exc
         return {"rollout_id": rollout_request.rollout_id, "tools": tools}, raw_tools
 
+    async def report(llm: OsmosisLLMClient, rollout_id: str, result: Any, failure: Exception | None) -> None:
+        """The rollout's one final callback: the agent's result, or — if the agent raised, returned something
+        unusable, or the callback failed — the fallback ERROR callback."""
+        try:
+            if failure is None:
+                try:
+                    await llm.complete_rollout(
+                        status=result.status,
+                        final_messages=result.final_messages,
+                        finish_reason=result.finish_reason,
+                        error_message=result.error_message,
+                        metrics=result.metrics,
+                        reward=result.reward,
+                    )
+                    logger.info("Rollout completed: rollout_id=%s status=%s", rollout_id, result.status)
+                    return
+                except Exception as exc:
+                    failure = exc
+            logger.error("Rollout %s failed: %s", rollout_id, failure, exc_info=failure)
+            await llm.complete_rollout(
+                status="ERROR", final_messages=[], finish_reason="error", error_message=str(failure)
+            )
+        except Exception:
+            # The fallback callback itself failed: nothing more can reach TrainGate.
+            logger.exception("Rollout infrastructure error: rollout_id=%s", rollout_id)
+
     async def run(rollout_request: RolloutRequest, raw_tools: Any, admission: Admission) -> None:
         rollout_id = rollout_request.rollout_id
+        ledger = admission.context["ledger"] = CallbackLedger(rollout_id)
         try:
             llm = OsmosisLLMClient(
                 server_url=rollout_request.server_url,
@@ -191,7 +222,13 @@ def create_app(
                 api_key=rollout_request.api_key,
                 settings=client_settings,
             )
-            admission.context["llm"] = llm
+        except Exception:
+            logger.exception("Rollout infrastructure error: rollout_id=%s", rollout_id)
+            return
+        admission.context["llm"] = llm
+        result: Any = None
+        failure: Exception | None = None
+        try:
             ctx = RolloutContext(
                 request=rollout_request,
                 tools=raw_tools,
@@ -199,27 +236,21 @@ def create_app(
                 _start_time=admission.admitted_at,
                 _debug_dir=debug_dir,
             )
-            try:
-                result = await agent_loop.run(ctx)
-                await llm.complete_rollout(
-                    status=result.status,
-                    final_messages=result.final_messages,
-                    finish_reason=result.finish_reason,
-                    error_message=result.error_message,
-                    metrics=result.metrics,
-                    reward=result.reward,
-                )
-                logger.info("Rollout completed: rollout_id=%s status=%s", rollout_id, result.status)
-            except Exception as exc:
-                logger.error("Rollout %s failed: %s", rollout_id, exc, exc_info=True)
-                await llm.complete_rollout(
-                    status="ERROR", final_messages=[], finish_reason="error", error_message=str(exc)
-                )
-        except Exception:
-            # The fallback callback itself failed: nothing more can reach TrainGate.
-            logger.exception("Rollout infrastructure error: rollout_id=%s", rollout_id)
+            result = await agent_loop.run(ctx)
+        except Exception as exc:
+            failure = exc
+        # The final callback runs as its own task: if shutdown cancels this rollout while the controller is still
+        # answering it, the callback is not cut off, and abort() waits for it instead of also sending ERROR.
+        await asyncio.shield(ledger.start(FINAL_CALLBACK, report(llm, rollout_id, result, failure)))
 
     async def abort(rollout_request: RolloutRequest, admission: Admission) -> None:
+        ledger = admission.context.get("ledger")
+        if ledger is not None and ledger.was_started(FINAL_CALLBACK):
+            # The callback that started wins: a COMPLETED (or the agent's ERROR) already on its way is not followed
+            # by "server shut down".
+            logger.info("Shutdown: rollout %s is delivering its final callback; waiting for it", rollout_request.rollout_id)
+            await ledger.settle(FINAL_CALLBACK)
+            return
         llm = admission.context.get("llm") or OsmosisLLMClient(
             server_url=rollout_request.server_url,
             rollout_id=rollout_request.rollout_id,

@@ -229,16 +229,21 @@ class _WorkflowRollouts:
 
     async def report_failure(self, request: RolloutInitRequest, ledger: CallbackLedger, message: str) -> None:
         """Error path (spec §3.4 step 6): completion failure, then grader failure — each only if that callback was
-        not already delivered; delivery errors are logged, never raised."""
+        not already delivered; delivery errors are logged, never raised. A callback still being delivered (e.g.
+        when shutdown cancelled the rollout mid-delivery) is waited for first: if it gets through, it stands."""
         completion = RolloutCompleteRequest(
             rollout_id=request.rollout_id, status=RolloutStatus.FAILURE, err_message=message
         ).model_dump()
+        await ledger.settle(COMPLETION)
         try:
             if not ledger.was_delivered(COMPLETION):
                 await self._post(request, ledger, COMPLETION, request.completion_callback_url, completion)
         except Exception:
             logger.exception("Rollout %s: failure completion callback could not be delivered", request.rollout_id)
-        if not request.grader_callback_url or ledger.was_delivered(GRADER):
+        if not request.grader_callback_url:
+            return
+        await ledger.settle(GRADER)
+        if ledger.was_delivered(GRADER):
             return
         grader = GraderCompleteRequest(rollout_id=request.rollout_id, status=GraderStatus.FAILURE).wire_payload()
         try:
