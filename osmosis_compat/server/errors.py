@@ -32,6 +32,7 @@ __all__ = [
     "SECRET_FIELDS",
     "install_error_handlers",
     "sanitize",
+    "store_unavailable_handler",
     "validation_error",
     "validation_error_handler",
     "validation_error_response",
@@ -116,6 +117,15 @@ async def validation_error_handler(request: Request, exc: Exception) -> JSONResp
     return validation_error_response(errors)
 
 
+async def store_unavailable_handler(request: Request, exc: Exception) -> JSONResponse:
+    """503 while the rollout store (e.g. Redis) cannot be reached: nothing was admitted, the caller may retry."""
+    return JSONResponse(status_code=503, content={"detail": "rollout store unavailable; retry later"})
+
+
 def install_error_handlers(app: FastAPI) -> None:
-    """Install the sanitising 422 handler on ``app`` (every app factory of :mod:`osmosis_compat.server` does)."""
+    """Install the sanitising 422 handler and the store-unavailable 503 on ``app`` (every app factory of
+    :mod:`osmosis_compat.server` does)."""
+    from osmosis_compat.runtime.store import StoreUnavailableError
+
     app.add_exception_handler(RequestValidationError, validation_error_handler)
+    app.add_exception_handler(StoreUnavailableError, store_unavailable_handler)

@@ -265,3 +265,18 @@ def test_serve_refuses_several_workers_without_a_shared_store() -> None:
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
     assert "Error: --workers 2 needs a shared rollout store" in done.stderr and "--store redis://" in done.stderr
+
+
+async def test_legacy_admission_while_the_store_is_down_is_503(redis: RedisServer) -> None:
+    gate = FakeTrainGate(ScriptedPolicy())
+    with processes(redis, LEGACY, count=1) as [server]:
+        async with gate.serve_async():
+            redis.stop()
+            try:
+                with pytest.raises(UnexpectedStatus) as refused:
+                    await gate.run_rollout(server.url, rollout_id="down", messages=QUESTION, metadata={"ground_truth": "42"})
+            finally:
+                redis.start()
+            assert refused.value.status_code == 503
+            record = await gate.run_rollout(server.url, rollout_id="down", messages=QUESTION, metadata={"ground_truth": "42"})
+    assert record.callback["status"] == "COMPLETED"  # nothing half-admitted: the id starts afresh
