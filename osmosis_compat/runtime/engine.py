@@ -67,6 +67,9 @@ class Admission:
     aborted: bool = False
     cancelled: bool = False
     """Set when :meth:`RolloutEngine.cancel` stopped it."""
+    settled: bool = False
+    """Set by the protocol once it recorded the rollout's terminal state in the store itself (the engine then skips
+    its own fallback write)."""
     context: dict[str, Any] = field(default_factory=dict)
     """Free-form per-rollout state the protocol layer keeps while the rollout runs."""
 
@@ -246,12 +249,12 @@ class RolloutEngine:
                 del self._local[admission.key]
             if self.keep_completed:
                 self._completions.append(time.monotonic())
-            # Protocols that hold results finished the record themselves; this only starts the retention of
-            # the others (a no-op for a finished record).
-            try:
-                await self.store.finish(admission.key, status, retention=self.retention_seconds)
-            except Exception:
-                logger.warning("Rollout %s: could not mark the key finished in the store", admission.key)
+            # Protocols that hold results finished the record themselves; this starts the retention of the others.
+            if not admission.settled:
+                try:
+                    await self.store.finish(admission.key, status, retention=self.retention_seconds)
+                except Exception:
+                    logger.warning("Rollout %s: could not mark the key finished in the store", admission.key)
 
     async def finish(self, admission: Admission, status: str, result: dict[str, Any] | None = None) -> bool:
         """Record ``admission``'s terminal ``status`` and ``result`` (kept for the retention); ``False`` if the
@@ -270,6 +273,7 @@ class RolloutEngine:
             return
         if self._local.get(admission.key) is not None and self._local[admission.key].admission is admission:
             del self._local[admission.key]
+        admission.settled = True
         await self.store.delete(admission.key)
 
     # -- cancellation ----------------------------------------------------------------------------------------

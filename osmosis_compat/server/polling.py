@@ -243,12 +243,15 @@ class PollingRollouts:
         token = secrets.token_urlsafe(32)
         deadline = time.time() + self.settings.polling_lease_timeout_sec
         rollout_id = request.rollout_id
+        # With no concurrency slots to wait for, the task starts at once: record it running from the start (one
+        # store write less per rollout; the admission answer still says "queued", as 0.3.8's always does).
+        status = RolloutStatus.RUNNING.value if self.engine.limiter.max_concurrent is None else RolloutStatus.QUEUED.value
         try:
             submission = await self.engine.submit(
                 rollout_id,
                 run=lambda admission: self._run(request, admission),
                 protocol=PROTOCOL,
-                fields={"lease_digest": _digest(token), "lease_deadline": deadline},
+                fields={"lease_digest": _digest(token), "lease_deadline": deadline, "status": status},
             )
         except EngineClosedError:
             return JSONResponse({"detail": "rollout server is shutting down"}, status_code=503)
@@ -281,13 +284,15 @@ class PollingRollouts:
                 logger.warning("Rollout %s: status %s not stored: %s", rollout_id, status, exc)
 
         try:
-            await set_status(RolloutStatus.RUNNING.value)
+            if self.engine.limiter.max_concurrent is not None:  # it waited for a slot: now it runs
+                await set_status(RolloutStatus.RUNNING.value)
             queued = (admission.started_at or admission.admitted_at) - admission.admitted_at
             result = await self.executor.execute(request, set_status, queued)
             payload = to_result_response(rollout_id, result)
         except asyncio.CancelledError:
             # Cancel and lease expiry finished the record before cancelling the task; what is left is shutdown.
             await self._finish(rollout_id, shutdown_failure(rollout_id) if admission.aborted else cancelled_result(rollout_id))
+            admission.settled = True
             raise
         except Exception as exc:  # the executor reports agent errors itself; this is a bug in the server
             logger.exception("Rollout %s: the server failed to run it", rollout_id)
@@ -296,6 +301,7 @@ class PollingRollouts:
                 err_category=RolloutErrorCategory.INTERNAL_ERROR.value,
             )
         await self._finish(rollout_id, payload)
+        admission.settled = True
         logger.info("Rollout %s finished with status %s", rollout_id, payload["status"])
 
     async def _finish(self, rollout_id: str, payload: dict[str, Any]) -> bool:
@@ -314,14 +320,11 @@ class PollingRollouts:
                 delay = min(delay * 2, 2.0)
 
     async def _finish_once(self, rollout_id: str, payload: dict[str, Any]) -> bool:
-        # A completion that lands after the lease deadline becomes the lease failure (0.3.8).
-        record = await self.store.get(rollout_id)
-        if record is None or record.finished:
-            return False
-        if payload["status"] != "cancelled" and _lease_expired(record):
-            payload = lease_failure(rollout_id)
+        # A completion that lands after the lease deadline becomes the lease failure (0.3.8): the store checks the
+        # deadline in the same step, since a poll on another process may have just renewed it.
+        expired = None if payload["status"] == "cancelled" else ("failure", lease_failure(rollout_id))
         done = await self.store.finish(
-            rollout_id, payload["status"], result=payload, retention=self.settings.result_retention_sec
+            rollout_id, payload["status"], result=payload, retention=self.settings.result_retention_sec, expired=expired
         )
         if done is not None:
             timer = self._lease_timers.pop(rollout_id, None)
@@ -367,23 +370,22 @@ class PollingRollouts:
 
     async def result(self, rollout_id: str, lease_token: str) -> JSONResponse:
         """``GET /rollout/{rollout_id}/result``: see the module docstring."""
-        record = await self.store.get(rollout_id)
-        if record is None or record.lease_digest is None:
-            return JSONResponse({"detail": "unknown rollout_id"}, status_code=404)
-        if not secrets.compare_digest(record.lease_digest, _digest(lease_token)):
-            return JSONResponse({"detail": "invalid polling lease"}, status_code=403)
-        if record.finished:
-            return _held(record)
-        now = time.time()
-        if _lease_expired(record, now):
-            await self._expire(rollout_id)
-            return _held(await self.store.get(rollout_id), rollout_id)
-        seen = await self.store.update(rollout_id, lease_deadline=now + self.settings.polling_lease_timeout_sec)
-        if seen is None:
-            return JSONResponse({"detail": "unknown rollout_id"}, status_code=404)
-        if seen.finished:
-            return _held(seen)
-        record = await self.store.wait_for_change(rollout_id, seen.version, self.settings.result_wait_timeout_sec)
+        async with self.store.watch(rollout_id) as changes:  # before the read: no change slips in between
+            now = time.time()
+            check = await self.store.renew_lease(
+                rollout_id, _digest(lease_token), now + self.settings.polling_lease_timeout_sec, now
+            )
+            if check.outcome == "unknown":
+                return JSONResponse({"detail": "unknown rollout_id"}, status_code=404)
+            if check.outcome == "forbidden":
+                return JSONResponse({"detail": "invalid polling lease"}, status_code=403)
+            if check.outcome == "finished":
+                return _held(check.record)
+            if check.outcome == "expired":
+                await self._expire(rollout_id)
+                return _held(await self.store.get(rollout_id), rollout_id)
+            assert check.record is not None
+            record = await changes.wait(check.record, self.settings.result_wait_timeout_sec)
         if record is None:
             return JSONResponse({"detail": "unknown rollout_id"}, status_code=404)
         if record.finished:

@@ -204,3 +204,54 @@ def test_store_urls() -> None:
     assert isinstance(open_store(None), MemoryStore) and isinstance(open_store("memory://"), MemoryStore)
     with pytest.raises(ValueError, match="unknown rollout store 'mysql://x'"):
         open_store("mysql://x")
+
+
+async def test_renew_lease_checks_and_renews_in_one_step(stores: tuple[Any, Any]) -> None:
+    a, b = stores
+    now = time.time()
+    assert (await b.renew_lease("none", "d", now + 10, now)).outcome == "unknown"
+    await a.create(record("plain"))  # a record without a lease (another protocol's)
+    assert (await b.renew_lease("plain", "d", now + 10, now)).outcome == "unknown"
+    await a.create(record("l", lease_digest="d" * 64, lease_deadline=now + 5))
+    assert (await b.renew_lease("l", "x" * 64, now + 10, now)).outcome == "forbidden"
+    renewed = await b.renew_lease("l", "d" * 64, now + 10, now)
+    assert renewed.outcome == "renewed" and renewed.record.lease_deadline == now + 10
+    assert (await a.get("l")).lease_deadline == now + 10
+    expired = await b.renew_lease("l", "d" * 64, now + 30, now + 11)  # asked after the deadline
+    assert expired.outcome == "expired" and (await a.get("l")).lease_deadline == now + 10
+    await a.finish("l", "success", result={"status": "success"}, retention=60)
+    finished = await b.renew_lease("l", "d" * 64, now + 30, now + 12)
+    assert finished.outcome == "finished" and finished.record.result == {"status": "success"}
+
+
+async def test_finish_records_the_expired_outcome_after_the_lease(stores: tuple[Any, Any]) -> None:
+    a, b = stores
+    now = time.time()
+    await a.create(record("late", lease_digest="d", lease_deadline=now - 1))
+    await a.create(record("timely", lease_digest="d", lease_deadline=now + 60))
+    for key in ("late", "timely"):
+        done = await b.finish(key, "success", result={"ok": True}, retention=60, expired=("failure", {"lease": "expired"}))
+        assert done is not None
+    assert ((await a.get("late")).status, (await a.get("late")).result) == ("failure", {"lease": "expired"})
+    assert ((await a.get("timely")).status, (await a.get("timely")).result) == ("success", {"ok": True})
+
+
+async def test_a_watch_sees_changes_made_before_its_wait(stores: tuple[Any, Any]) -> None:
+    a, b = stores
+    await a.create(record("w"))
+    async with b.watch("w") as changes:
+        known = await b.get("w")
+        before = known.version  # (the memory store hands out its live record)
+        await a.update("w", status="running")  # between the read and the wait: not missed
+        await asyncio.sleep(0.1)
+        started = time.monotonic()
+        seen = await changes.wait(known, timeout=5)
+    assert seen.status == "running" and seen.version == before + 1 and time.monotonic() - started < 1
+    async with b.watch("w") as changes:
+        quiet = await changes.wait(seen, timeout=0.2)  # nothing changes: the known record comes back
+    assert quiet.status == "running"
+    async with b.watch("w") as changes:
+        known = await b.get("w")
+        await a.finish("w", "success", result={"r": 1}, retention=60)
+        final = await changes.wait(known, timeout=5)
+    assert final.finished and final.result == {"r": 1}  # a terminal change brings the result along

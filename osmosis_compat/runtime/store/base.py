@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Awaitable, Callable, Iterable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-__all__ = ["RolloutRecord", "RolloutStore", "StoreUnavailableError", "TERMINAL"]
+__all__ = ["LeaseCheck", "RolloutRecord", "RolloutStore", "StoreUnavailableError", "TERMINAL", "Watch"]
 
 #: Statuses after which a record's result never changes.
 TERMINAL = frozenset({"success", "failure", "cancelled"})
@@ -68,6 +69,25 @@ class RolloutRecord:
 CancelListener = Callable[[str], Awaitable[None]]
 
 
+@dataclass(frozen=True)
+class LeaseCheck:
+    """What :meth:`RolloutStore.renew_lease` found: ``outcome`` is ``"unknown"`` (no such record, or one without a
+    lease), ``"forbidden"`` (wrong token), ``"finished"`` (the result is held; the lease stopped), ``"expired"``
+    (the lease ran out while the rollout ran; not renewed) or ``"renewed"``; ``record`` is the record then."""
+
+    outcome: str
+    record: RolloutRecord | None
+
+
+class Watch(abc.ABC):
+    """A registration for changes of one record, made *before* reading it, so no change can slip in between."""
+
+    @abc.abstractmethod
+    async def wait(self, known: RolloutRecord, timeout: float) -> RolloutRecord | None:
+        """Wait until the record changes after ``known`` (or ``timeout``); the record then — ``known`` itself when
+        nothing changed, ``None`` if it is gone. A change already seen since the watch began returns at once."""
+
+
 class RolloutStore(abc.ABC):
     """Shared rollout state. Implementations: :class:`~.memory.MemoryStore` (default), ``RedisStore``.
 
@@ -108,19 +128,39 @@ class RolloutStore(abc.ABC):
 
     @abc.abstractmethod
     async def finish(
-        self, key: str, status: str, *, result: dict[str, Any] | None = None, retention: float | None = None
+        self,
+        key: str,
+        status: str,
+        *,
+        result: dict[str, Any] | None = None,
+        retention: float | None = None,
+        expired: tuple[str, dict[str, Any]] | None = None,
     ) -> RolloutRecord | None:
         """Give ``key`` its terminal ``status`` (and ``result``) unless it already has one; keep it ``retention``
-        seconds (``0`` drops it at once). Returns the record if this call finished it, else ``None``."""
+        seconds (``0`` drops it at once). ``expired`` is ``(status, result)`` to record instead when the record's
+        lease deadline has passed. Returns the record if this call finished it, else ``None``."""
 
     @abc.abstractmethod
     async def delete(self, key: str) -> None:
         """Forget ``key`` (no-op when absent)."""
 
     @abc.abstractmethod
+    def watch(self, key: str) -> AbstractAsyncContextManager[Watch]:
+        """``async with store.watch(key) as changes:`` — register for ``key``'s changes (see :class:`Watch`)."""
+
     async def wait_for_change(self, key: str, version: int, timeout: float) -> RolloutRecord | None:
         """Wait until ``key``'s ``version`` exceeds ``version``, or ``timeout`` seconds; return the record then
         (``None`` if it is gone)."""
+        async with self.watch(key) as changes:
+            record = await self.get(key)
+            if record is None or record.version > version:
+                return record
+            return await changes.wait(record, timeout)
+
+    @abc.abstractmethod
+    async def renew_lease(self, key: str, digest: str, deadline: float, now: float) -> LeaseCheck:
+        """Check a polling lease and, if the rollout still runs within it, move its deadline to ``deadline`` — in
+        one step (see :class:`LeaseCheck`). ``digest`` is the SHA-256 hex of the caller's token."""
 
     @abc.abstractmethod
     async def keys(self, *, prefix: str | None = None) -> list[str]:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import secrets
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
-from .base import CancelListener, RolloutRecord, RolloutStore
+from .base import CancelListener, LeaseCheck, RolloutRecord, RolloutStore, Watch
 
 __all__ = ["MemoryStore"]
 
@@ -82,14 +85,23 @@ class MemoryStore(RolloutStore):
         return record
 
     async def finish(
-        self, key: str, status: str, *, result: dict[str, Any] | None = None, retention: float | None = None
+        self,
+        key: str,
+        status: str,
+        *,
+        result: dict[str, Any] | None = None,
+        retention: float | None = None,
+        expired: tuple[str, dict[str, Any]] | None = None,
     ) -> RolloutRecord | None:
         record = self._live(key)
         if record is None or record.finished:
             return None
+        now = time.time()
+        if expired is not None and record.lease_deadline is not None and now >= record.lease_deadline:
+            status, result = expired
         record.status = status
         record.result = result
-        record.finished_at = time.time()
+        record.finished_at = now
         record.version += 1
         self._wake(key)
         if retention is not None:
@@ -102,23 +114,31 @@ class MemoryStore(RolloutStore):
     async def delete(self, key: str) -> None:
         self._drop(key)
 
-    async def wait_for_change(self, key: str, version: int, timeout: float) -> RolloutRecord | None:
-        record = self._live(key)
-        if record is None or record.version > version:
-            return record
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.setdefault(key, set()).add(waiter)
+    @asynccontextmanager
+    async def watch(self, key: str) -> AsyncIterator[Watch]:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault(key, set()).add(future)
         try:
-            await asyncio.wait_for(asyncio.shield(waiter), timeout)
-        except (TimeoutError, asyncio.TimeoutError):
-            pass
+            yield _MemoryWatch(self, key, future)
         finally:
             waiters = self._waiters.get(key)
             if waiters is not None:
-                waiters.discard(waiter)
+                waiters.discard(future)
                 if not waiters:
                     del self._waiters[key]
-        return self._live(key)
+
+    async def renew_lease(self, key: str, digest: str, deadline: float, now: float) -> LeaseCheck:
+        record = self._live(key)
+        if record is None or record.lease_digest is None:
+            return LeaseCheck("unknown", record)
+        if not secrets.compare_digest(record.lease_digest, digest):
+            return LeaseCheck("forbidden", record)
+        if record.finished:
+            return LeaseCheck("finished", record)
+        if record.lease_deadline is not None and now >= record.lease_deadline:
+            return LeaseCheck("expired", record)
+        record.lease_deadline = deadline
+        return LeaseCheck("renewed", record)
 
     async def keys(self, *, prefix: str | None = None) -> list[str]:
         now = time.time()
@@ -143,3 +163,16 @@ class MemoryStore(RolloutStore):
         for key in stale:
             self._drop(key)
         return len(stale)
+
+
+class _MemoryWatch(Watch):
+    def __init__(self, store: MemoryStore, key: str, future: asyncio.Future[None]) -> None:
+        self.store, self.key, self.future = store, key, future
+
+    async def wait(self, known: RolloutRecord, timeout: float) -> RolloutRecord | None:
+        if not self.future.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(self.future), timeout)
+            except (TimeoutError, asyncio.TimeoutError):
+                pass
+        return self.store._live(self.key)  # the live object: as fresh as it gets

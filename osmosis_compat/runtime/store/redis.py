@@ -7,8 +7,9 @@ its own namespace with :meth:`RedisStore.namespaced`):
   unfinished records expire after ``UNFINISHED_TTL_S`` as a last resort, finished ones after their retention;
 - ``<ns>owned:<owner>`` — the SET of unfinished keys a process runs; ``<ns>owners`` — the SET of owners seen;
 - ``<base>hb:<owner>`` — a process's heartbeat (a key with a short TTL);
-- channel ``<base>changes`` — every version change publishes the record's Redis key: one subscription per process
-  wakes the long-polls waiting on that rollout, whichever process admitted it;
+- channel ``<base>changes`` — every version change publishes ``"<record's Redis key> <version> <status>"``: one
+  subscription per process wakes the long-polls waiting on that rollout, whichever process admitted it, and a
+  status change reaches them without another read;
 - channel ``<base>cancel`` — ``"<owner> <rollout key>"``: the owner cancels the task it runs.
 
 Admission, updates and finishing are single Lua scripts, so exactly one process wins a key and a result is set
@@ -20,14 +21,16 @@ nothing). Needs the ``redis`` package (``pip install 'osmosis-compat[redis]'``).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
 from dataclasses import fields
 from typing import Any
 
-from .base import TERMINAL, CancelListener, RolloutRecord, RolloutStore, StoreUnavailableError
+from .base import TERMINAL, CancelListener, LeaseCheck, RolloutRecord, RolloutStore, StoreUnavailableError, Watch
 
 __all__ = ["RedisStore", "UNFINISHED_TTL_S"]
 
@@ -70,36 +73,61 @@ for i = 4, #ARGV, 2 do
   end
 end
 if bump then
-  redis.call('HINCRBY', KEYS[1], 'version', 1)
-  redis.call('PUBLISH', ARGV[1], KEYS[1])
+  local version = redis.call('HINCRBY', KEYS[1], 'version', 1)
+  redis.call('PUBLISH', ARGV[1], KEYS[1] .. ' ' .. version .. ' ' .. redis.call('HGET', KEYS[1], 'status'))
 end
 return redis.call('HGETALL', KEYS[1])
 """
 
-# KEYS[1] record, KEYS[2] owned-set prefix (+ owner); ARGV: channel, terminal statuses, status, result, finished_at,
-# retention_ms.
+# KEYS[1] record, KEYS[2] owned-set prefix (+ owner); ARGV: channel, terminal statuses, status, result, finished_at
+# (= now), retention_ms, then optionally the status and result to record instead when the lease ran out.
 _FINISH = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return false end
 local status = redis.call('HGET', KEYS[1], 'status')
 for terminal in string.gmatch(ARGV[2], '%S+') do
   if status == terminal then return false end
 end
-redis.call('HSET', KEYS[1], 'status', ARGV[3], 'result', ARGV[4], 'finished_at', ARGV[5])
-redis.call('HINCRBY', KEYS[1], 'version', 1)
+local new_status, result = ARGV[3], ARGV[4]
+if ARGV[7] then
+  local deadline = redis.call('HGET', KEYS[1], 'lease_deadline')
+  if deadline and deadline ~= 'null' and tonumber(deadline) <= tonumber(ARGV[5]) then
+    new_status, result = ARGV[7], ARGV[8]
+  end
+end
+redis.call('HSET', KEYS[1], 'status', new_status, 'result', result, 'finished_at', ARGV[5])
+local version = redis.call('HINCRBY', KEYS[1], 'version', 1)
 local owner = cjson.decode(redis.call('HGET', KEYS[1], 'owner'))
 redis.call('SREM', KEYS[2] .. owner, KEYS[1])
 local record = redis.call('HGETALL', KEYS[1])
 local retention = tonumber(ARGV[6])
 if retention <= 0 then redis.call('DEL', KEYS[1]) else redis.call('PEXPIRE', KEYS[1], retention) end
-redis.call('PUBLISH', ARGV[1], KEYS[1])
+redis.call('PUBLISH', ARGV[1], KEYS[1] .. ' ' .. version .. ' ' .. new_status)
 return record
+"""
+
+# KEYS[1] record; ARGV: digest (JSON), new deadline, now, terminal statuses. Returns {outcome, record}.
+_RENEW = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end
+local digest = redis.call('HGET', KEYS[1], 'lease_digest')
+if not digest or digest == 'null' then return {'unknown', redis.call('HGETALL', KEYS[1])} end
+if digest ~= ARGV[1] then return {'forbidden'} end
+local status = redis.call('HGET', KEYS[1], 'status')
+for terminal in string.gmatch(ARGV[4], '%S+') do
+  if status == terminal then return {'finished', redis.call('HGETALL', KEYS[1])} end
+end
+local deadline = redis.call('HGET', KEYS[1], 'lease_deadline')
+if deadline and deadline ~= 'null' and tonumber(deadline) <= tonumber(ARGV[3]) then
+  return {'expired', redis.call('HGETALL', KEYS[1])}
+end
+redis.call('HSET', KEYS[1], 'lease_deadline', ARGV[2])
+return {'renewed', redis.call('HGETALL', KEYS[1])}
 """
 
 # KEYS[1] record, KEYS[2] owned-set prefix; ARGV[1] channel.
 _DELETE = """
 local owner = redis.call('HGET', KEYS[1], 'owner')
 if owner then redis.call('SREM', KEYS[2] .. cjson.decode(owner), KEYS[1]) end
-if redis.call('DEL', KEYS[1]) == 1 then redis.call('PUBLISH', ARGV[1], KEYS[1]) end
+if redis.call('DEL', KEYS[1]) == 1 then redis.call('PUBLISH', ARGV[1], KEYS[1] .. ' -1 null') end
 return true
 """
 
@@ -132,7 +160,7 @@ class _Shared:
         self.client_options = client_options
         self.client: Any = None
         self.scripts: dict[str, Any] = {}
-        self.waiters: dict[str, set[asyncio.Future[None]]] = {}
+        self.waiters: dict[str, set[_RedisWatch]] = {}
         self.cancel_listeners: dict[str, CancelListener] = {}
         self.listener: asyncio.Task[None] | None = None
         self.users = 0
@@ -182,6 +210,7 @@ class _Shared:
                 "update": client.register_script(_UPDATE),
                 "finish": client.register_script(_FINISH),
                 "delete": client.register_script(_DELETE),
+                "renew": client.register_script(_RENEW),
             }
             self.listener = asyncio.get_running_loop().create_task(self._listen(), name="rollout-store-listener")
 
@@ -198,11 +227,7 @@ class _Shared:
                 self.listener = None
             await self.client.aclose(close_connection_pool=True)
             self.client = None
-            for waiters in self.waiters.values():
-                for waiter in waiters:
-                    if not waiter.done():
-                        waiter.set_result(None)
-            self.waiters.clear()
+            self.wake_all()
 
     async def _listen(self) -> None:
         """One subscription per process: wake local long-polls on changes, deliver cancels to their owners.
@@ -236,14 +261,17 @@ class _Shared:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 5.0)
 
-    def wake(self, redis_key: str) -> None:
-        for waiter in self.waiters.pop(redis_key, ()):
-            if not waiter.done():
-                waiter.set_result(None)
+    def wake(self, message: str) -> None:
+        """``"<redis key> <version> <status JSON>"``, as the scripts publish it (a key may hold spaces)."""
+        redis_key, version, status = message.rsplit(" ", 2)
+        for watch in self.waiters.get(redis_key, ()):
+            watch.changed(int(version), json.loads(status))
 
     def wake_all(self) -> None:
-        for key in list(self.waiters):
-            self.wake(key)
+        """Wake every watch without a message (it re-reads the record): a change may have been missed."""
+        for watches in list(self.waiters.values()):
+            for watch in watches:
+                watch.changed(None, None)
 
 
 class RedisStore(RolloutStore):
@@ -339,45 +367,51 @@ class RedisStore(RolloutStore):
         return _decode(raw) if raw else None
 
     async def finish(
-        self, key: str, status: str, *, result: dict[str, Any] | None = None, retention: float | None = None
+        self,
+        key: str,
+        status: str,
+        *,
+        result: dict[str, Any] | None = None,
+        retention: float | None = None,
+        expired: tuple[str, dict[str, Any]] | None = None,
     ) -> RolloutRecord | None:
         retention_ms = UNFINISHED_TTL_S * 1000 if retention is None else int(retention * 1000)
-        raw = await self._call(
-            "finish",
-            [self._key(key), self._owned_prefix()],
-            [
-                self._shared.changes,
-                " ".join(_TERMINAL_JSON),
-                json.dumps(status),
-                json.dumps(result, separators=(",", ":"), sort_keys=True),
-                json.dumps(time.time()),
-                retention_ms,
-            ],
-        )
+        args: list[Any] = [
+            self._shared.changes,
+            " ".join(_TERMINAL_JSON),
+            json.dumps(status),
+            json.dumps(result, separators=(",", ":"), sort_keys=True),
+            json.dumps(time.time()),
+            retention_ms,
+        ]
+        if expired is not None:
+            args += [json.dumps(expired[0]), json.dumps(expired[1], separators=(",", ":"), sort_keys=True)]
+        raw = await self._call("finish", [self._key(key), self._owned_prefix()], args)
         return _decode(raw) if raw else None
 
     async def delete(self, key: str) -> None:
         await self._call("delete", [self._key(key), self._owned_prefix()], [self._shared.changes])
 
-    async def wait_for_change(self, key: str, version: int, timeout: float) -> RolloutRecord | None:
+    @asynccontextmanager
+    async def watch(self, key: str) -> AsyncIterator[Watch]:
+        watch = _RedisWatch(self, key)
         redis_key = self._key(key)
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._shared.waiters.setdefault(redis_key, set()).add(waiter)
+        self._shared.waiters.setdefault(redis_key, set()).add(watch)
         try:
-            record = await self.get(key)  # after registering: a change from now on wakes the waiter
-            if record is None or record.version > version:
-                return record
-            try:
-                await asyncio.wait_for(asyncio.shield(waiter), timeout)
-            except (TimeoutError, asyncio.TimeoutError):
-                pass
-            return await self.get(key)
+            yield watch
         finally:
-            waiters = self._shared.waiters.get(redis_key)
-            if waiters is not None:
-                waiters.discard(waiter)
-                if not waiters:
+            watches = self._shared.waiters.get(redis_key)
+            if watches is not None:
+                watches.discard(watch)
+                if not watches:
                     del self._shared.waiters[redis_key]
+
+    async def renew_lease(self, key: str, digest: str, deadline: float, now: float) -> LeaseCheck:
+        raw = await self._call(
+            "renew", [self._key(key)], [json.dumps(digest), json.dumps(deadline), json.dumps(now), " ".join(_TERMINAL_JSON)]
+        )
+        outcome = _text(raw[0])
+        return LeaseCheck(outcome, _decode(raw[1]) if len(raw) > 1 else None)
 
     async def keys(self, *, prefix: str | None = None) -> list[str]:
         start = len(self._key(""))
@@ -446,6 +480,42 @@ class RedisStore(RolloutStore):
                 await pipe.execute()
         except Exception as exc:
             raise StoreUnavailableError(f"rollout store error: {exc}") from exc
+
+
+class _RedisWatch(Watch):
+    """One long-poll's registration: the pub/sub listener hands it the newest (version, status) it heard."""
+
+    def __init__(self, store: RedisStore, key: str) -> None:
+        self.store, self.key = store, key
+        self.event = asyncio.Event()
+        self.version: int | None = None
+        self.status: Any = None
+        self.reread = False
+
+    def changed(self, version: int | None, status: Any) -> None:
+        if version is None:
+            self.reread = True
+        elif self.version is None or version > self.version:
+            self.version, self.status = version, status
+        self.event.set()
+
+    async def wait(self, known: RolloutRecord, timeout: float) -> RolloutRecord | None:
+        if self.version is None or self.version <= known.version:
+            if not self.reread:
+                self.event.clear()
+                try:
+                    await asyncio.wait_for(self.event.wait(), timeout)
+                except (TimeoutError, asyncio.TimeoutError):
+                    return known
+        if self.reread or self.version is None:
+            return await self.store.get(self.key)
+        if self.version == -1:
+            return None  # deleted
+        if self.version <= known.version:
+            return known
+        if self.status in TERMINAL:
+            return await self.store.get(self.key)  # the result is needed: read it once
+        return dataclasses.replace(known, version=self.version, status=self.status)
 
 
 def _text(value: Any) -> str:

@@ -1,0 +1,203 @@
+"""Scale-out on Redis: 1 vs 2 server processes on this machine, and what the shared store costs per rollout.
+
+Workload: ``bench/agents/cpu_workflow.py`` (a 0.3-API workflow: 2 model calls and one tool that burns
+``--tool-ms`` of CPU, like code execution or parsing would), served by ``osmosis-compat serve`` in child processes
+and driven here by the fake 0.3.8 controller (zero-latency ``ScriptedPolicy``), concurrency 20. A real
+``redis-server`` is started for the run.
+
+Figures:
+- rollouts/s: 1 process with the in-memory store, 1 process on Redis, ``--workers 2`` on Redis — alternating
+  rounds, medians. Target (issue 13): 2 processes >= 1.7x one on this 2-core machine (the driver and the fake
+  controller share the two cores).
+- the store's cost per rollout (tool CPU 0, concurrency 1, so the store is all that differs): server CPU ms per
+  rollout, memory vs Redis; Redis's own CPU ms per rollout; Redis commands per rollout. Target: <= 1 ms.
+- the capacity estimate of docs/scaling.md is derived from the commands per rollout printed here.
+
+Run: ``python bench/scale_out.py [--rollouts N] [--rounds R] [--tool-ms MS]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from _common import ENV, ROOT, free_port, median
+
+sys.path.insert(0, str(ROOT))
+
+AGENT = ROOT / "bench/agents/cpu_workflow.py"
+PROMPT = [{"role": "system", "content": "Use the tools."}, {"role": "user", "content": "What is 12 + 30?"}]
+TARGET_RATIO = 1.7
+TARGET_STORE_MS = 1.0
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU of ``pid`` and its descendants (uvicorn's workers are children of the parent)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    cpu: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        child = int(entry.name)
+        children.setdefault(int(fields[1]), []).append(child)
+        cpu[child] = (int(fields[11]) + int(fields[12])) / ticks
+    total, todo = 0.0, [pid]
+    while todo:
+        current = todo.pop()
+        total += cpu.get(current, 0.0)
+        todo += children.get(current, [])
+    return total
+
+
+def redis_info(port: int) -> dict[str, str]:
+    with socket.create_connection(("127.0.0.1", port), timeout=2) as conn:
+        conn.sendall(b"INFO\r\n")
+        data = b""
+        while not data.endswith(b"\r\n\r\n") and b"# Keyspace" not in data:
+            data += conn.recv(65536)
+        time.sleep(0.05)
+        conn.setblocking(False)
+        try:
+            data += conn.recv(65536)
+        except BlockingIOError:
+            pass
+    info = {}
+    for line in data.decode(errors="replace").splitlines():
+        if ":" in line:
+            key, value = line.split(":", 1)
+            info[key] = value.strip()
+    return info
+
+
+def redis_cpu_and_commands(port: int) -> tuple[float, int]:
+    info = redis_info(port)
+    return float(info["used_cpu_sys"]) + float(info["used_cpu_user"]), int(info["total_commands_processed"])
+
+
+class Served:
+    def __init__(self, workers: int, store: str | None, tool_ms: float) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        command = [sys.executable, "-m", "osmosis_compat", "serve", "-m", str(AGENT), "--local", "--no-validate",
+                   "-H", "127.0.0.1", "-p", str(self.port), "--log-level", "warning", "--workers", str(workers)]
+        if store:
+            command += ["--store", store]
+        env = {**ENV, "BENCH_TOOL_CPU_MS": str(tool_ms)}
+        env.pop("OSMOSIS_COMPAT_STORE", None)
+        self.proc = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        import httpx
+
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
+                    time.sleep(0.5 if workers > 1 else 0)  # let every worker finish starting
+                    return
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        raise RuntimeError("server did not start")
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+async def drive(controller, url: str, n: int, concurrency: int, tag: str) -> float:
+    semaphore = asyncio.Semaphore(concurrency)
+
+    async def one(i: int) -> None:
+        async with semaphore:
+            record = await controller.run_rollout(url, rollout_id=f"{tag}-{i}", initial_messages=PROMPT, label="42", timeout=120)
+        assert record.status == "success" and record.reward == 1.0, record.result
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one(i) for i in range(n)))
+    return time.perf_counter() - started
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    from osmosis_compat.testing import FakePollingController, ScriptedPolicy
+    from tests.redis_server import RedisServer
+
+    print(f"bench/scale_out.py  {args.rollouts} rollouts per measurement, {args.rounds} rounds, tool CPU {args.tool_ms} ms, "
+          f"{os.cpu_count()} cores, python {sys.version.split()[0]}")
+    controller = FakePollingController(ScriptedPolicy())
+    with RedisServer() as redis:
+        async with controller.serve_async():
+            configs = {"1 process, memory": (1, None), "1 process, Redis": (1, redis.url), "2 processes, Redis": (2, redis.url)}
+            rates: dict[str, list[float]] = {}
+            for r in range(args.rounds):
+                for label, (workers, store) in configs.items():
+                    served = Served(workers, store, args.tool_ms)
+                    try:
+                        await drive(controller, served.url, 10, 5, f"warm{r}-{workers}-{bool(store)}")
+                        wall = await drive(controller, served.url, args.rollouts, 20, f"m{r}-{workers}-{bool(store)}")
+                        rates.setdefault(label, []).append(args.rollouts / wall)
+                    finally:
+                        served.close()
+            print(f"\n1 vs 2 processes, concurrency 20, tool {args.tool_ms} ms CPU per rollout (medians of {args.rounds})")
+            for label, values in rates.items():
+                print(f"  {label:22} {median(values):7.1f} rollouts/s   (rounds: {', '.join(f'{v:.1f}' for v in values)})")
+            ratio = median(rates["2 processes, Redis"]) / median(rates["1 process, Redis"])
+            ratio_mem = median(rates["2 processes, Redis"]) / median(rates["1 process, memory"])
+            print(f"  2 processes / 1 process: {ratio:.2f}x on Redis, {ratio_mem:.2f}x against the in-memory default "
+                  f"(target >= {TARGET_RATIO}x) -> {'met' if min(ratio, ratio_mem) >= TARGET_RATIO else 'NOT met'}")
+
+            # the store's own cost: no tool CPU, one rollout at a time
+            costs: dict[str, list[float]] = {}
+            per_rollout_redis: list[tuple[float, float]] = []
+            n = args.rollouts
+            for r in range(args.rounds):
+                for label, store in (("memory", None), ("redis", redis.url)):
+                    served = Served(1, store, 0.0)
+                    try:
+                        await drive(controller, served.url, 10, 1, f"cw{r}-{label}")
+                        cpu0 = tree_cpu_seconds(served.proc.pid)
+                        rcpu0, rcmd0 = redis_cpu_and_commands(redis.port)
+                        wall = await drive(controller, served.url, n, 1, f"c{r}-{label}")
+                        cpu = (tree_cpu_seconds(served.proc.pid) - cpu0) / n * 1000
+                        rcpu1, rcmd1 = redis_cpu_and_commands(redis.port)
+                        costs.setdefault(label, []).append(cpu)
+                        costs.setdefault(f"{label} wall", []).append(wall / n * 1000)
+                        if store:
+                            per_rollout_redis.append(((rcpu1 - rcpu0) / n * 1000, (rcmd1 - rcmd0) / n))
+                    finally:
+                        served.close()
+            extra = median(costs["redis"]) - median(costs["memory"])
+            extra_wall = median(costs["redis wall"]) - median(costs["memory wall"])
+            redis_cpu = median([c for c, _ in per_rollout_redis])
+            commands = median([k for _, k in per_rollout_redis])
+            print("\nthe store's cost per rollout (tool CPU 0, concurrency 1)")
+            print(f"  server CPU: memory {median(costs['memory']):.2f} ms, Redis {median(costs['redis']):.2f} ms -> "
+                  f"+{extra:.2f} ms (target <= {TARGET_STORE_MS} ms) -> {'met' if extra <= TARGET_STORE_MS else 'NOT met'}")
+            print(f"  wall per rollout: memory {median(costs['memory wall']):.2f} ms, Redis {median(costs['redis wall']):.2f} ms "
+                  f"-> +{extra_wall:.2f} ms")
+            print(f"  redis-server CPU {redis_cpu:.3f} ms and {commands:.1f} commands per rollout (admission, statuses, "
+                  "lease renewals, result, heartbeats)")
+        await controller.aclose()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rollouts", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--tool-ms", type=float, default=40.0)
+    asyncio.run(main_async(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
