@@ -30,6 +30,9 @@ docs/serving.md.
 --expose both|legacy|workflow also serves each agent on the other protocol through the adapters.
 --api-key guards every route that starts a rollout (a lone workflow: every route, as 0.3.8). A key is generated
 unless --local or a lone workflow (whose entrypoint would serve it without one).
+--keyless-callbacks admits 0.2.31 callback bodies (POST /rollout with callback URLs) without the key: that
+controller sends none. --controller-hosts (or $OSMOSIS_COMPAT_CONTROLLER_HOSTS) restricts the hosts controller-
+supplied URLs may name (callbacks, chat_completions_url, server_url). docs/serving.md, "Keys and hosts".
 --workers N runs N processes on this host; they (and servers on other hosts) act as one rollout server when they
 share a store: --store redis://host:6379/0 or $OSMOSIS_COMPAT_STORE (docs/scaling.md).
 Errors print `Error: <message>` and exit 1."""
@@ -55,6 +58,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="protocols per agent: its own (default), the other one through the adapter, or both")
     parser.add_argument("--default", metavar="NAME", help="the agent also served at the root paths "
                                                           "(default: the only agent)")
+    parser.add_argument("--keyless-callbacks", action="store_true",
+                        help="with a key, still admit 0.2.31 callback bodies (POST /rollout with callback URLs) "
+                             "without it (that controller sends no key); every other route keeps requiring it")
+    parser.add_argument("--controller-hosts", metavar="HOSTS", default=None,
+                        help="comma-separated hosts controller-supplied URLs may name (host, host:port, *.domain, "
+                             "CIDR); default $OSMOSIS_COMPAT_CONTROLLER_HOSTS, else any host")
     parser.add_argument("--workers", type=int, default=1, metavar="N",
                         help="server processes on this host (default 1); more than one needs --store")
     parser.add_argument("--store", metavar="URL", default=None,
@@ -79,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
         check_port_free(args.host, args.port)
         check_store(args)
         plan = plan_server(args)
+        if plan.legacy_loop is None or args.workers > 1:
+            _warn_if_exposed(args, plan)  # a lone legacy loop: serve_agent_loop warns itself
         if args.workers > 1:
             return _run_workers(args, plan)
         if plan.legacy_loop is not None:
@@ -94,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
                 api_key=args.api_key,
                 local_debug=args.local_debug,
                 debug_dir=args.log,
+                controller_hosts=args.controller_hosts,
             )
             return 0
         import uvicorn
@@ -183,7 +195,23 @@ def _argv_for_workers(args: argparse.Namespace, plan: ServePlan, key: str | None
         argv += ["--api-key", key]  # the parent's (possibly generated) key, the same in every worker
     if plan.debug_dir or args.log:
         argv += ["--log", plan.debug_dir or args.log]
+    if args.keyless_callbacks:
+        argv.append("--keyless-callbacks")
+    if args.controller_hosts is not None:
+        argv += ["--controller-hosts", args.controller_hosts]
     return argv
+
+
+def _warn_if_exposed(args: argparse.Namespace, plan: ServePlan) -> None:
+    """Serving on a non-loopback interface without a key: say so on stderr (issue 12)."""
+    from osmosis_compat.server.security import non_loopback_warning
+
+    key = plan.api_key
+    if plan.legacy_loop is not None:  # the legacy serve generates a key unless --local
+        key = None if args.local_debug else "generated"
+    warning = non_loopback_warning(args.host, key)
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
 
 
 def _legacy_banner(plan: ServePlan, args: argparse.Namespace, generated_key: str | None) -> str:
@@ -208,7 +236,8 @@ def worker_app() -> Any:
     if plan.legacy_loop is not None:
         from osmosis_compat.server.legacy_app import create_app
 
-        return create_app(plan.legacy_loop, api_key=args.api_key, debug_dir=args.log)
+        return create_app(plan.legacy_loop, api_key=args.api_key, debug_dir=args.log,
+                          controller_hosts=args.controller_hosts)
     return plan.app
 
 
@@ -263,7 +292,12 @@ def _workflow_plan(args: argparse.Namespace, target: Any) -> ServePlan:
 
     if not args.no_validate and not target.validate():
         raise AgentLoopValidationError(f"{target.spec} failed validation (see above; --no-validate skips it)")
-    app = create_rollout_server(backend=target.backend(), api_key=args.api_key)
+    from osmosis_compat.runtime.wirecheck import resolve_controller_hosts
+    from osmosis_compat.server.security import callback_auth_notice
+
+    allow_list = resolve_controller_hosts(args.controller_hosts)
+    app = create_rollout_server(backend=target.backend(), api_key=args.api_key, keyless_callbacks=args.keyless_callbacks,
+                                controller_hosts=allow_list, announce_auth=False)
     lines = [
         "RolloutServer (osmosis-compat, workflow protocol)",
         f"  Workflow: {target.name}",
@@ -272,13 +306,14 @@ def _workflow_plan(args: argparse.Namespace, target: Any) -> ServePlan:
         "  Controllers: 0.3.8 polling (no callback URLs) and 0.2.31 callbacks (callback URLs in the body)",
     ]
     if args.api_key is not None:
-        lines.append(
-            "  API key:  (provided) required on every route as 'Authorization: Bearer <key>'; a 0.2.31 callback "
-            "controller sends none, so it cannot use this server"
-        )
+        lines.append("  API key:  (provided) required on every route as 'Authorization: Bearer <key>'")
+        lines.append("  " + callback_auth_notice(["/rollout"], keyless_callbacks=args.keyless_callbacks,
+                                                 allow_list=allow_list))
+    if allow_list is not None:
+        lines.append(f"  Controller hosts: {', '.join(allow_list.entries)} (callback and chat URLs must name one)")
     if args.log:
         lines.append("  Note: --log writes legacy debug traces; the workflow protocol has none.")
-    return ServePlan(app=app, banner="\n".join(lines))
+    return ServePlan(app=app, api_key=args.api_key, banner="\n".join(lines))
 
 
 def _mixed_plan(args: argparse.Namespace, targets: list[tuple[str | None, Any]]) -> ServePlan:
@@ -303,7 +338,13 @@ def _mixed_plan(args: argparse.Namespace, targets: list[tuple[str | None, Any]])
     if args.log:
         debug_dir = os.path.join(args.log, str(int(time.time())))
         os.makedirs(debug_dir, exist_ok=True)
-    app = create_mixed_app(agents, default=args.default, api_key=key, debug_dir=debug_dir)
+    from osmosis_compat.runtime.wirecheck import resolve_controller_hosts
+    from osmosis_compat.server.security import callback_auth_notice
+
+    allow_list = resolve_controller_hosts(args.controller_hosts)
+    app = create_mixed_app(agents, default=args.default, api_key=key, debug_dir=debug_dir,
+                           keyless_callbacks=args.keyless_callbacks, controller_hosts=allow_list,
+                           announce_auth=False)
     shown = "(disabled - local debug)" if args.local_debug else key if generated else "(provided)"
     host_shown = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
     lines = [
@@ -317,6 +358,11 @@ def _mixed_plan(args: argparse.Namespace, targets: list[tuple[str | None, Any]])
         for protocol, path in app.endpoints(agent.name).items():
             via = "" if protocol == agent.kind else "  (adapted)"
             lines.append(f"    {agent.name:<20} {agent.kind:<8} {protocol:<8} http://{host_shown}:{args.port}{path}{via}")
+    if key is not None and app.callback_routes():
+        lines.append("  " + callback_auth_notice(app.callback_routes(), keyless_callbacks=args.keyless_callbacks,
+                                                 allow_list=allow_list))
+    if allow_list is not None:
+        lines.append(f"  Controller hosts: {', '.join(allow_list.entries)} (callback, chat and server URLs must name one)")
     if debug_dir:
         lines.append(f"  Debug log: {debug_dir}")
     if not (args.skip_register or args.local_debug):

@@ -62,8 +62,12 @@ def serve_agent_loop(
     api_key: str | None = None,
     local_debug: bool = False,
     debug_dir: str | None = None,
+    controller_hosts: Any = None,
 ) -> None:
     """Validate, then serve ``agent_loop`` with uvicorn until interrupted.
+
+    ``controller_hosts`` (osmosis-compat) restricts the hosts a controller's ``server_url`` may name (see
+    ``create_app``). Serving on a non-loopback ``host`` without a key (``local_debug``) prints a warning.
 
     Raises :class:`ServeError` for ``api_key`` with ``local_debug``, and for ``reload=True`` (uvicorn can only
     reload an import string: run ``uvicorn module:app --reload`` instead);
@@ -100,8 +104,14 @@ def serve_agent_loop(
         run_debug_dir = os.path.join(debug_dir, str(int(time.time())))
         os.makedirs(run_debug_dir, exist_ok=True)
 
-    app = create_app(agent_loop, settings=settings, api_key=key, debug_dir=run_debug_dir)
+    app = create_app(agent_loop, settings=settings, api_key=key, debug_dir=run_debug_dir,
+                     controller_hosts=controller_hosts)
     _print_banner(agent_loop, host, port, key, generated, local_debug, skip_register, run_debug_dir)
+    from osmosis_compat.server.security import non_loopback_warning
+
+    warning = non_loopback_warning(host, key)
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
     uvicorn.run(app, host=host, port=port, log_level=log_level)
 
 

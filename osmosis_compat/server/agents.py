@@ -123,6 +123,8 @@ class AgentSpec:
         drain_timeout_seconds: float = 10.0,
         polling: Any = None,
         store: Any = None,
+        keyless_callbacks: bool = False,
+        controller_hosts: Any = None,
     ) -> Any:
         """The ASGI app serving this agent on ``protocol`` (``"legacy"`` or ``"workflow"``); both also answer the
         0.3.8 polling protocol.
@@ -131,7 +133,9 @@ class AgentSpec:
         ``/rollout`` routes: ``Bearer <api_key>``); ``debug_dir``/``settings`` apply to the legacy protocol;
         ``drain_timeout_seconds`` bounds the shutdown drain; ``polling`` is a
         :class:`~osmosis_compat.server.polling.PollingSettings` (default: upstream's 30 / 120 / 900 s);
-        ``store`` is where rollout state lives (default: in memory).
+        ``store`` is where rollout state lives (default: in memory). ``keyless_callbacks`` and
+        ``controller_hosts`` as :func:`~osmosis_compat.server.workflow_app.create_rollout_server` (the caller
+        announces what the key means for 0.2.31 callback controllers; the app itself does not).
         """
         from osmosis_compat.server.polling import PollingSettings
 
@@ -151,6 +155,7 @@ class AgentSpec:
                 debug_dir=debug_dir,
                 drain_timeout_seconds=drain_timeout_seconds,
                 store=store,
+                controller_hosts=controller_hosts,
                 **timings,
             )
         if protocol == "workflow":
@@ -162,6 +167,9 @@ class AgentSpec:
                 drain_timeout_seconds=drain_timeout_seconds,
                 api_key=api_key,
                 store=store,
+                keyless_callbacks=keyless_callbacks,
+                controller_hosts=controller_hosts,
+                announce_auth=False,
                 **timings,
             )
         raise AgentSpecError(f"unknown protocol {protocol!r}; expected one of {', '.join(PROTOCOLS)}")

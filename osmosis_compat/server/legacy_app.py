@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -40,8 +40,10 @@ from osmosis_compat.runtime.engine import Admission, EngineClosedError
 from osmosis_compat.runtime.bridge import aclose_bridge
 from osmosis_compat.runtime.http import aclose_clients
 from osmosis_compat.runtime.store import RolloutStore
+from osmosis_compat.runtime.wirecheck import HostAllowList, resolve_controller_hosts
 from osmosis_compat.server.errors import install_error_handlers
 from osmosis_compat.server.executors import LoopExecutor
+from osmosis_compat.server.security import controller_url_rejection
 from osmosis_compat.server.polling import (
     DEFAULT_POLLING_LEASE_TIMEOUT_SEC,
     DEFAULT_RESULT_RETENTION_SEC,
@@ -95,6 +97,7 @@ def create_app(
     polling_lease_timeout_sec: float = DEFAULT_POLLING_LEASE_TIMEOUT_SEC,
     result_retention_sec: float = DEFAULT_RESULT_RETENTION_SEC,
     store: RolloutStore | None = None,
+    controller_hosts: str | Sequence[str] | HostAllowList | None = None,
 ) -> FastAPI:
     """Build the legacy RolloutServer app for ``agent_loop`` (upstream signature, plus a keyword-only drain bound).
 
@@ -109,8 +112,13 @@ def create_app(
     :class:`~.executors.LoopExecutor`), with 0.3.8's ``result_wait_timeout_sec`` / ``polling_lease_timeout_sec`` /
     ``result_retention_sec``. With ``api_key`` those routes require ``Authorization: Bearer <api_key>`` (401
     ``{"detail": "unauthorized"}`` otherwise, as 0.3.8). ``store`` is where rollout state lives (default: in memory).
+
+    ``controller_hosts`` (``"a,b"`` or a list; default ``$OSMOSIS_COMPAT_CONTROLLER_HOSTS``; empty: any host)
+    restricts the hosts an admission's ``server_url`` (legacy) or ``chat_completions_url`` (polling) may name: 422
+    otherwise (docs/serving.md, "Keys and hosts").
     """
     settings = settings or get_settings()
+    allow_list = resolve_controller_hosts(controller_hosts)
     agent_name = str(getattr(agent_loop, "name", type(agent_loop).__name__))
     polling_settings = PollingSettings(result_wait_timeout_sec, polling_lease_timeout_sec, result_retention_sec)
     identity = process_identity()
@@ -268,6 +276,9 @@ def create_app(
             if not keys_match(token, api_key):
                 logger.warning("Rejected /v1/rollout/init: invalid or missing API key")
                 return JSONResponse(status_code=401, content=_UNAUTHORIZED)
+        rejected = controller_url_rejection(allow_list, {"server_url": rollout_request.server_url})
+        if rejected is not None:
+            return rejected
         key = rollout_request.idempotency_key or rollout_request.rollout_id
         try:
             submission = await submit(key, rollout_request)
@@ -322,6 +333,9 @@ def create_app(
             return denied
         if rollout_request.uses_callbacks:
             return JSONResponse(status_code=422, content={"detail": _CALLBACK_BODY_ON_LEGACY})
+        rejected = controller_url_rejection(allow_list, {"chat_completions_url": rollout_request.chat_completions_url})
+        if rejected is not None:
+            return rejected
         return await polling.admit(rollout_request)
 
     app.add_api_route(

@@ -24,18 +24,23 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 from collections.abc import Sequence
 from typing import Any
 
 from osmosis_compat.runtime.http import hold_clients
+from osmosis_compat.runtime.wirecheck import resolve_controller_hosts
 
 from .agents import AgentSpec
 from .lifespans import SubAppLifespans
+from .security import callback_auth_notice
 
 __all__ = ["MixedAppError", "MixedRolloutApp", "create_mixed_app", "AgentSpec"]
 
 AGENTS_PREFIX = "/agents/"
+
+logger = logging.getLogger("osmosis_compat.server.mixed")
 
 
 class MixedAppError(ValueError):
@@ -52,6 +57,9 @@ def create_mixed_app(
     drain_timeout_seconds: float = 10.0,
     polling: Any = None,
     store: Any = None,
+    keyless_callbacks: bool = False,
+    controller_hosts: Any = None,
+    announce_auth: bool = True,
 ) -> MixedRolloutApp:
     """Build one ASGI app serving every agent of ``agents`` on the protocols its ``expose`` asks for.
 
@@ -63,6 +71,10 @@ def create_mixed_app(
     (:class:`~.polling.PollingSettings`); ``store`` (default: the one ``$OSMOSIS_COMPAT_STORE`` names, else one in
     memory per app) is shared by every agent, each under its own namespace. Raises :class:`MixedAppError` for no agents, two agents with one name, or an unknown ``default``, and
     :class:`~.agents.AgentSpecError` when an agent cannot be exposed as asked.
+
+    ``keyless_callbacks`` / ``controller_hosts`` apply to every agent as in ``create_rollout_server``; with
+    ``api_key`` one warning is logged naming the routes a 0.2.31 callback controller (which sends no key) cannot use
+    (:meth:`MixedRolloutApp.callback_routes`; ``announce_auth=False`` when the caller says it, as ``serve`` does).
     """
     if not agents:
         raise MixedAppError("no agents to serve")
@@ -78,6 +90,7 @@ def create_mixed_app(
         default = next(iter(by_name))
     if default is not None and default not in by_name:
         raise MixedAppError(f"default agent {default!r} is not one of the served agents: {', '.join(by_name)}")
+    allow_list = resolve_controller_hosts(controller_hosts)
     if store is None:
         from osmosis_compat.runtime.store import STORE_ENV, open_store
 
@@ -97,10 +110,16 @@ def create_mixed_app(
                 polling=polling,
                 # each (agent, protocol) keeps its rollouts apart in a shared store; in memory each app has its own
                 store=store.namespaced(f"agents:{name}:{protocol}:") if store.shared else None,
+                keyless_callbacks=keyless_callbacks,
+                controller_hosts=allow_list,
             )
             for protocol in agent.protocols
         }
-    return MixedRolloutApp(by_name, apps, default)
+    app = MixedRolloutApp(by_name, apps, default)
+    routes = app.callback_routes()
+    if api_key is not None and routes and announce_auth:
+        logger.warning(callback_auth_notice(routes, keyless_callbacks=keyless_callbacks, allow_list=allow_list))
+    return app
 
 
 class MixedRolloutApp:
@@ -116,6 +135,14 @@ class MixedRolloutApp:
         self._lifespans = SubAppLifespans(
             [(f"{name}/{protocol}", app) for name, by_protocol in apps.items() for protocol, app in by_protocol.items()]
         )
+
+    def callback_routes(self) -> list[str]:
+        """The paths where a 0.2.31 callback controller can admit rollouts (agents served on the workflow
+        protocol, the default one also at ``/rollout``)."""
+        routes = [f"{AGENTS_PREFIX}{name}/rollout" for name, agent in self.agents.items() if "workflow" in agent.protocols]
+        if self.default is not None and "workflow" in self.agents[self.default].protocols:
+            routes.insert(0, "/rollout")
+        return routes
 
     def endpoints(self, name: str) -> dict[str, str]:
         """``{protocol: rollout endpoint path}`` for agent ``name``: ``legacy`` (TrainGate), ``workflow`` (a 0.2.x

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager
 from typing import Any
 
@@ -38,8 +38,10 @@ from osmosis_compat.runtime.engine import Admission, EngineClosedError, EngineFu
 from osmosis_compat.runtime.http import aclose_clients
 from osmosis_compat.runtime.jsonwire import NotJSONError
 from osmosis_compat.runtime.store import RolloutStore, StoreUnavailableError
+from osmosis_compat.runtime.wirecheck import HostAllowList, resolve_controller_hosts
 from osmosis_compat.server.errors import install_error_handlers
 from osmosis_compat.server.executors import WorkflowExecutor
+from osmosis_compat.server.security import callback_auth_notice, controller_url_rejection, route_path
 from osmosis_compat.server.polling import (
     DEFAULT_POLLING_LEASE_TIMEOUT_SEC,
     DEFAULT_RESULT_RETENTION_SEC,
@@ -264,6 +266,9 @@ def create_rollout_server(
     drain_timeout_seconds: float = DEFAULT_DRAIN_TIMEOUT_SECONDS,
     store: RolloutStore | None = None,
     max_pending: int | None = None,
+    keyless_callbacks: bool = False,
+    controller_hosts: str | Sequence[str] | HostAllowList | None = None,
+    announce_auth: bool = True,
 ) -> FastAPI:
     """Build the rollout server app for ``backend``: both ``/rollout`` protocols on one engine.
 
@@ -281,11 +286,21 @@ def create_rollout_server(
     before ending them (failure callbacks, or a held ``failure`` result); ``store`` is where rollout state lives
     (default in memory; a shared store lets several processes serve as one); ``max_pending`` caps admitted,
     unfinished rollouts (429 + ``Retry-After`` beyond it; default: no cap, as upstream's ``LocalBackend``).
+
+    Security (docs/serving.md, "Keys and hosts"): a 0.2.31 callback controller sends no key, so with ``api_key`` its
+    bodies get 401 — said in a logged warning at creation (``announce_auth=False`` leaves that to a caller that
+    hosts several apps). ``keyless_callbacks=True`` deliberately admits bodies with callback URLs without the key
+    (polling bodies and every other route still need it). ``controller_hosts`` (``"a,b"`` or a list; default
+    ``$OSMOSIS_COMPAT_CONTROLLER_HOSTS``; empty: any host) restricts the hosts the chat and callback URLs of an
+    admission may name (422 otherwise).
     """
     if configure_logging:
         _configure_logging()
     if api_key is not None and not api_key.strip():
         raise ValueError("api_key must be non-empty when provided")
+    allow_list = resolve_controller_hosts(controller_hosts)
+    if api_key is not None and announce_auth:
+        logger.warning(callback_auth_notice(["/rollout"], keyless_callbacks=keyless_callbacks, allow_list=allow_list))
     settings = PollingSettings(result_wait_timeout_sec, polling_lease_timeout_sec, result_retention_sec)
     identity = process_identity()
     engine = RolloutEngine(
@@ -330,11 +345,13 @@ def create_rollout_server(
     app.state.rollout_engine = engine
     app.state.rollout_backend = backend
     app.state.rollout_polling = polling
+    require_key = bearer_guard(api_key)
     if api_key is not None:
-        require_key = bearer_guard(api_key)
 
         @app.middleware("http")
         async def authenticate(request: Request, call_next: Any) -> Any:
+            if keyless_callbacks and request.method == "POST" and route_path(request.scope) == "/rollout":
+                return await call_next(request)  # the route checks the key unless the body has callback URLs
             return require_key(request) or await call_next(request)
 
     @app.get("/health")
@@ -344,7 +361,21 @@ def create_rollout_server(
         return payload
 
     @app.post("/rollout", response_model=RolloutInitResponse)
-    async def rollout(request: RolloutInitRequest) -> Any:
+    async def rollout(request: RolloutInitRequest, raw: Request) -> Any:
+        if keyless_callbacks and not request.uses_callbacks:
+            denied = require_key(raw)
+            if denied is not None:
+                return denied
+        rejected = controller_url_rejection(
+            allow_list,
+            {
+                "chat_completions_url": request.chat_completions_url,
+                "completion_callback_url": request.completion_callback_url,
+                "grader_callback_url": request.grader_callback_url,
+            },
+        )
+        if rejected is not None:
+            return rejected
         if not request.uses_callbacks:
             return await polling.admit(request)
         try:
