@@ -223,8 +223,8 @@ def _declared_encoding(text: str) -> str:
     return "utf-8" if encoding == "utf-8-sig" else encoding
 
 
-def _wants(data: bytes, rule: "type[Rule]") -> bool:
-    return any(w.encode() in data for w in rule.trigger_words)
+def _wants(data: bytes, *rules: "type[Rule]") -> bool:
+    return any(w.encode() in data for rule in rules for w in rule.trigger_words)
 
 
 def migrate_file(
@@ -342,7 +342,9 @@ def run_many(
         # facts that cross files (libcst FullRepoManager over the candidates and the files importing them)
         from codemods.analysis.repo import build_repo_facts
 
-        repo = build_repo_facts(paths, todo, [r for r in rules if getattr(r, "uses_repo", False)], target=target)
+        repo_rules = [r for r in rules if getattr(r, "uses_repo", False)]
+        wanted = [p for p in todo if _wants(Path(p).read_bytes(), *repo_rules)]
+        repo = build_repo_facts(paths, wanted, repo_rules, target=target)
         if repo.extra:
             moved = [r for r in results if r.status == STATUS_PREFILTERED and os.path.abspath(r.path) in repo.extra]
             results = [r for r in results if r not in moved]
