@@ -68,8 +68,10 @@ CTX_PROMPT = cst.Attribute(value=cst.Name("ctx"), attr=cst.Name("prompt"))
 
 
 def camel(name: str) -> str:
-    parts = [p for p in re.split(r"_+", name) if p]
-    return "".join(p[:1].upper() + p[1:] for p in parts) or "Agent"
+    """``research_and_summarize`` → ``ResearchAndSummarize`` (a valid class name: leading digits dropped)."""
+    parts = [p for p in re.split(r"[_\W]+", name) if p]
+    out = "".join(p[:1].upper() + p[1:] for p in parts).lstrip("0123456789")
+    return out or "Script"
 
 
 def kwarg(call: cst.Call, name: str) -> Optional[cst.Arg]:
@@ -315,17 +317,18 @@ class Framework(ABC):
                                 and t.target.value.value == "self":
                             agents.add(f"self.{t.target.attr.value}")  # kept on the object
 
-        node.visit(Collect())
-        found = [False]
-
-        class Find(cst.CSTVisitor):
             def visit_Call(self, n: cst.Call) -> bool:
                 if fw.run_shape(n, agents) is not None:
                     found[0] = True
                 return not found[0]
 
-        node.visit(Find())
-        return found[0]
+        found = [False]
+        key = (id(node), frozenset(module_agents), tuple(producers))
+        cache = fw.__dict__.setdefault("_run_site_cache", {})
+        if key not in cache:
+            node.visit(Collect())  # one pass: assignments are seen before the calls that follow them
+            cache[key] = found[0]
+        return cache[key]
 
     # -- planning hooks (the planner asks these)
     @abstractmethod
@@ -408,6 +411,11 @@ class _Emit(cst.CSTTransformer):
         self.where: list[cst.CSTNode] = []
         self.nested = 0
         self.not_refs: set[int] = set()  # attribute and keyword names: never renamed
+        self.lost: list[cst.EmptyLine] = []  # comments of parts the rewrite of the current line dropped
+
+    def lose(self, node: cst.CSTNode) -> None:
+        """``node`` is dropped from the line being rewritten: its comments go above the line."""
+        self.lost.extend(_comments_of(node))
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         self.nested += 1  # nested defs: their agents and runs were planned too; their returns are theirs
@@ -450,8 +458,13 @@ class _Emit(cst.CSTTransformer):
         out: list = []
         if isinstance(updated, cst.RemovalSentinel):
             return updated
-        if updated is not original:
-            updated = keep_comments(original, updated)
+        if self.lost and isinstance(original, cst.SimpleStatementLine):
+            # an argument or expression a rewrite dropped from this line: its comments stay, above the line
+            have = {l.comment.value for l in _comments_of(updated)}
+            lost = [l for l in self.lost if l.comment.value not in have]
+            self.lost = []
+            if lost:
+                updated = updated.with_changes(leading_lines=[*updated.leading_lines, *lost])
         if p.bind_at is not None and original is p.bind_at and isinstance(updated, cst.SimpleStatementLine):
             small = updated.body[0]
             updated = updated.with_changes(body=[small.with_changes(value=prompt_text_expr())])
@@ -499,16 +512,28 @@ class _Emit(cst.CSTTransformer):
         p, fw = self.p, self.fw
         if id(original) in self.session_ctors:
             fw.note_replaced(original.func)
+            self.lose(original)
             return fw.session_ctor(self.session_ctors[id(original)])
         if id(original) in p.model_assigns:
             fw.note_replaced(original.func)
+            self.lose(original)
             return p.model_assigns[id(original)]
         plan = p.ctors.get(id(original))
         if plan is not None:
+            if plan.model is not None:  # the old model argument goes: its comments stay
+                old = kwarg(original, "model") or (original.args[0] if fw.positional_model(original) is not None else None)
+                if old is not None:
+                    self.lose(old)
             return fw.write_ctor(updated, plan)
         run = self.runs.get(id(original))
         if run is not None and id(original) in p.runs:
             rp = p.runs[id(original)]
+            if rp.input in ("prompt", "text", "drop") and run.shape.input_arg is not None:
+                self.lose(run.shape.input_arg)
+            if rp.drop_run_config_model:
+                cfg = kwarg(original, "run_config")
+                if cfg is not None and isinstance(cfg.value, cst.Call) and kwarg(cfg.value, "model") is not None:
+                    self.lose(kwarg(cfg.value, "model"))
             return fw.write_run(updated, run, rp, p.subst)
         if (
             fw.table.resolve(original.func) == "asyncio.run"
@@ -826,6 +851,9 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
             if verdict.rollout is None:
                 model.imported_problems[local] = (
                     f"it uses `{local}` from `{verdict.module}`, which cannot be migrated: {verdict.problem}")
+                # still a runner for finding the drivers: they get the TODO with that reason
+                {"agent": model.imported_agents, "class": model.imported_classes,
+                 "helper": model.imported_helpers}.get(verdict.kind, {})[local] = ""
             elif verdict.kind == "agent":
                 model.imported_agents[local] = verdict.rollout
             elif verdict.kind == "class":
@@ -833,7 +861,8 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
             elif verdict.kind == "helper":
                 model.imported_helpers[local] = verdict.rollout
         offered = {n: v for n, v in repo.offered(ctx.filename).items() if v.rule == fw.code and v.rollout}
-    if not any(heads & c.keys() for c in counts) and not model.agents and not fw.imported_names:
+    run_heads = fw.run_heads()
+    if not any((heads | run_heads) & c.keys() for c in counts) and not model.agents and not fw.imported_names:
         return module
 
     drivers = find_drivers(model, fw)
@@ -1190,6 +1219,12 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
         module = module.with_changes(footer=[*carried, *module.footer])
     if not replacements and not removed and not todos.at:
         return module
+    # names each top-level statement uses: the input's counts where the statement is unchanged, counted afresh
+    # where it is new (the import clean-up needs them; a full-module visit would cost more than the rule)
+    original_ids = {id(st): i for i, st in enumerate(body)}
+    fw.body_counts = [
+        counts[original_ids[id(st)]] if id(st) in original_ids else name_counts(st) for st in new_body
+    ]
     module = module.with_changes(body=new_body)
     module = _module_todos(module, fw, created)
     return fw_finish(module, fw)
@@ -1280,7 +1315,7 @@ def _serving_guard(fw: Framework, guard: Optional[cst.CSTNode], cls_name: str, d
         + keep_alive.replace("        ", "    ")
         + ")\n"
     )
-    serving = [_no_blank_indent(s) for s in cst.parse_module(text).body]
+    serving = list(_parsed_statements(text))
     if guard is None:
         return cst.If(
             test=cst.parse_expression('__name__ == "__main__"'),
@@ -1315,6 +1350,18 @@ def _serving_guard(fw: Framework, guard: Optional[cst.CSTNode], cls_name: str, d
         serving[0] = serving[0].with_changes(leading_lines=[*carried, *serving[0].leading_lines])
     new[at:at + 1] = serving
     return guard.with_changes(body=guard.body.with_changes(body=new))
+
+
+_PARSED: dict[str, tuple] = {}
+
+
+def _parsed_statements(text: str) -> tuple:
+    """``text`` parsed into statements (blank lines without indentation), cached per process."""
+    if text not in _PARSED:
+        if len(_PARSED) > 64:
+            _PARSED.clear()
+        _PARSED[text] = tuple(_no_blank_indent(s) for s in cst.parse_module(text).body)
+    return _PARSED[text]
 
 
 def _no_blank_indent(stmt: cst.BaseStatement) -> cst.BaseStatement:
@@ -1508,7 +1555,15 @@ def fw_finish(module: cst.Module, fw: Framework) -> cst.Module:
     if finish is not None:
         module = finish(module)
     if getattr(fw, "prompt_text_needed", False):
-        module = _add_prompt_helper(module)
+        module = _add_prompt_helper(module, fw)
+    # the names the module's statements use, taken before imports are added (new imports shift the statements)
+    used = None
+    body_counts = getattr(fw, "body_counts", None)
+    if fw.replaced and body_counts is not None and len(body_counts) == len(module.body):
+        used = set()
+        for stmt, c in zip(module.body, body_counts):
+            if not _is_import_stmt(stmt):
+                used.update(c)
     if fw.needs_asyncio and ImportTable.of(module).modules.get("asyncio") != "asyncio":
         module = _add_plain_import(module, "asyncio")
     for local, new in sorted(fw.import_aliases):
@@ -1516,7 +1571,7 @@ def fw_finish(module: cst.Module, fw: Framework) -> cst.Module:
     if fw.needed:
         module = add_imports(module, fw.needed)
     if fw.replaced:
-        module, removed = remove_unused_imports(module, fw.replaced)
+        module, removed = remove_unused_imports(module, fw.replaced, used=used)
         for name in removed:
             fw.ctx.edit(fw.code[:3] + "04", None, f"removed unused import `{name}`")
         if removed and module.body and not module.header:
@@ -1530,12 +1585,12 @@ def fw_finish(module: cst.Module, fw: Framework) -> cst.Module:
     return module
 
 
-def _add_prompt_helper(module: cst.Module) -> cst.Module:
+def _add_prompt_helper(module: cst.Module, fw: Optional["Framework"] = None) -> cst.Module:
     """Generate ``_prompt_text`` into the module (once) before its first class or function."""
     body = list(module.body)
     if any(isinstance(s, cst.FunctionDef) and s.name.value == PROMPT_TEXT for s in body):
         return module
-    helper = cst.parse_module(PROMPT_TEXT_HELPER).body[0]
+    helper = _prompt_helper_node()
     at = next((i for i, s in enumerate(body) if isinstance(s, (cst.FunctionDef, cst.ClassDef)) or (
         isinstance(s, cst.SimpleStatementLine) and assigned_name(s) is None and not _is_import_stmt(s)
         and not _is_docstring(s))), len(body))
@@ -1544,6 +1599,8 @@ def _add_prompt_helper(module: cst.Module) -> cst.Module:
     at = max(at, last_import + 1)
     helper = _with_blank_lines(helper.with_changes(leading_lines=[]))
     body.insert(at, helper)
+    if fw is not None and getattr(fw, "body_counts", None) is not None:
+        fw.body_counts.insert(at, {})  # the helper uses no import the clean-up could remove
     if at + 1 < len(body):
         body[at + 1] = _with_blank_lines(body[at + 1])
     return module.with_changes(body=body)
@@ -1720,6 +1777,16 @@ def _add_plain_import(module: cst.Module, name: str) -> cst.Module:
         body[at] = body[at].with_changes(leading_lines=[])
     body.insert(at, new)
     return module.with_changes(body=body)
+
+
+_HELPER_NODE: list = []
+
+
+def _prompt_helper_node() -> cst.FunctionDef:
+    """The ``_prompt_text`` function, parsed once per process (parsing a snippet costs more than a rule)."""
+    if not _HELPER_NODE:
+        _HELPER_NODE.append(cst.parse_module(PROMPT_TEXT_HELPER).body[0])
+    return _HELPER_NODE[0]
 
 
 def _is_import_stmt(stmt: cst.CSTNode) -> bool:

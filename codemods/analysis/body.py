@@ -119,6 +119,7 @@ class BodyFacts:
     nested_defs: dict[str, cst.FunctionDef] = field(default_factory=dict)
     globals_declared: set[str] = field(default_factory=set)
     parents: dict[int, cst.CSTNode] = field(default_factory=dict)  # id(expression) → parent, inside run inputs
+    foreign: list[tuple[cst.Call, str]] = field(default_factory=list)  # other agent classes built (SandboxAgent…)
 
     def load_count(self, name: str) -> int:
         return len(self.loads.get(name, ()))
@@ -368,6 +369,10 @@ class _Walker(cst.CSTVisitor):
         ):
             for a in node.args:
                 self.gather_args.add(id(a.value))
+        root = (resolved or "").split(".", 1)[0]
+        if resolved and root in ("agents", "strands") and resolved.rsplit(".", 1)[-1].endswith("Agent") \
+                and not self.d.is_agent_ctor(node) and not resolved.rsplit(".", 1)[-1].startswith("Osmosis"):
+            self.f.foreign.append((node, resolved))  # SandboxAgent, RealtimeAgent…: not the class migrated
         if resolved == "asyncio.run" and len(node.args) == 1:
             self.asyncio_run_args.add(id(node.args[0].value))
         self._process(node, resolved, func_name)

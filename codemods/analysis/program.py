@@ -504,7 +504,7 @@ class _Planner:
             def visit_Lambda(self, n: cst.Lambda) -> bool:
                 return False
 
-        if self.d.kind in ("function", "script", "main"):
+        if self.d.kind in ("function", "script", "main") and (m.helpers or m.runner_classes):
             for stmt in self.d.stmts:
                 stmt.visit(V())
 
@@ -538,14 +538,14 @@ class _Planner:
         a name whose file offers nothing makes the driver fail with that file's reason."""
         m, p = self.m, self.p
         for name in sorted(set(p.facts.loads)):
-            if name in m.imported_agents:
-                p.agent_calls[name] = m.imported_agents[name]
-            elif name in m.imported_classes:
-                p.renames[name] = m.imported_classes[name]
-            elif name in m.imported_helpers:
-                p.renames[name] = m.imported_helpers[name]
-            elif name in m.imported_problems:
+            if name in m.imported_problems:
                 self.problem(m.imported_problems[name])
+            elif m.imported_agents.get(name):
+                p.agent_calls[name] = m.imported_agents[name]
+            elif m.imported_classes.get(name):
+                p.renames[name] = m.imported_classes[name]
+            elif m.imported_helpers.get(name):
+                p.renames[name] = m.imported_helpers[name]
 
     def plan_helpers(self) -> None:
         """The helpers the driver uses — called (``await check(x)``) or handed to an agent (``tools=[f]``,
@@ -735,12 +735,22 @@ class _Planner:
                 else:
                     self.problem(f"it runs `{what}`, which is not an agent built in this module")
             elif run.agent not in known:
-                self.problem(f"it runs `{run.agent}`, which is not an agent built in this module (a parameter or "
-                             "an object from elsewhere)")
+                built = [a.value for a in f.stores.get(run.agent, ()) if isinstance(a.value, cst.Call)]
+                if built:
+                    cls = code(built[0].func)
+                    self.problem(f"it runs `{run.agent}`, a `{cls}`: only agents built with the framework's Agent "
+                                 "class are migrated")
+                else:
+                    self.problem(f"it runs `{run.agent}`, which is not an agent built in this module (a parameter "
+                                 "or an object from elsewhere)")
 
     def producers(self) -> set[str]:
         """Top-level functions of the module that build and return an agent (factories)."""
-        return {name for name in self.m.producers if self.factory(name) is not None}
+        cache = self.m.__dict__.setdefault("_factories", None)
+        if cache is None:
+            cache = {name for name in self.m.producers if self.factory(name) is not None}
+            self.m.__dict__["_factories"] = cache
+        return cache
 
     def use_factory(self, name: str) -> None:
         """The driver runs agents from the factory ``name``: plan the factory too (its agents must be the Osmosis
@@ -1040,6 +1050,11 @@ class _Planner:
         """First arguments of the calls that run agents through a helper or an object of a runner class
         (``assistant.suggest("eggs")``, ``await ResearchManager().run(query)``, ``await check(text)``), in order."""
         m = self.m
+        if not m.helpers and not m.runner_classes:
+            return []
+        cached = self.__dict__.get("_indirect")
+        if cached is not None:
+            return cached
         objects = {name for name, assigns in self.p.facts.stores.items()
                    if any(isinstance(a.value, cst.Call) and isinstance(a.value.func, cst.Name)
                           and a.value.func.value in m.runner_classes for a in assigns)}
@@ -1061,6 +1076,7 @@ class _Planner:
 
         for stmt in self.d.stmts:
             stmt.visit(V())
+        self._indirect = out
         return out
 
     def reaches_input(self, name: str, expr: bool = False) -> bool:
@@ -1207,6 +1223,9 @@ class _Planner:
     # -- models
     def plan_models(self) -> None:
         f, p = self.p.facts, self.p
+        for call, resolved in f.foreign:
+            self.problem(f"it builds `{resolved.rsplit('.', 1)[-1]}(...)`, an agent class the migration does not "
+                         "handle: its model would stay the fixed one")
         dropped: list[cst.CSTNode] = []
         ctors = list(f.ctors)
         # module-level agents built in run(): their constructors too

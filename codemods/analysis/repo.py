@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
 _RELATIVE = re.compile(rb"^[ \t]*from[ \t]+(\.+)([\w.]*)[ \t]+import", re.M)
+_RELATIVE_NAMES = re.compile(rb"^[ \t]*from[ \t]+(\.+)([\w.]*)[ \t]+import[ \t]+\(?([\w, \t]+)", re.M)
 _ABSOLUTE = re.compile(rb"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import|import[ \t]+([\w.]+))", re.M)
 
 
@@ -88,20 +89,63 @@ def _module_name(root: str, path: str) -> Optional[str]:
 
 def _related(paths: Sequence[str], candidates: set[str], modules: dict[str, str]) -> tuple[set[str], set[str]]:
     """(files that import another file of the set, non-candidate files that import a candidate) — by resolving
-    the import lines of each file (relative ones against its directory) to the modules of the set."""
-    candidate_modules = {modules[p] for p in candidates if p in modules}
+    the import lines of each file (relative ones against its directory) to the modules of the set.
+
+    Cheap on big trees: a non-candidate file is read only when it can import a candidate — it sits in the top
+    directory of one (relative imports stay inside a package) or names a candidate's top-level package."""
+    candidate_modules = {m for p in candidates if (m := modules.get(p))}
+    # absolute imports reach only candidates inside packages (a module of a plain directory is imported by its
+    # siblings, by name)
+    tops = {modules.get(p).split(".", 1)[0] for p in candidates
+            if modules.get(p) and os.path.exists(os.path.join(os.path.dirname(p), "__init__.py"))}
+    names_top = re.compile(rb"^[ \t]*(?:from|import)[ \t]+(?:" + b"|".join(re.escape(t.encode()) for t in sorted(tops))
+                           + rb")\b", re.M) if tops else None
+    # where a file may import a candidate from: inside the candidate's top-level package (relative or absolute
+    # imports), or beside it when it is a module in a plain directory (`from manager import X` of a script)
+    packages: set[str] = set()
+    plain: dict[str, set[str]] = {}  # plain directory → stems of its candidates (siblings import them by name)
+    for p in candidates:
+        scope = _package_scope(p)
+        if os.path.exists(os.path.join(scope, "__init__.py")):
+            packages.add(scope)
+        else:
+            plain.setdefault(os.path.dirname(p), set()).add(os.path.basename(p)[:-3])
+    sibling_import = {
+        d: re.compile(rb"^[ \t]*(?:from|import)[ \t]+(?:" + b"|".join(re.escape(x.encode()) for x in sorted(stems))
+                      + rb")\b", re.M)
+        for d, stems in plain.items()
+    }
+    considered: list[tuple[str, bytes]] = []
+    for path in paths:
+        sibling = sibling_import.get(os.path.dirname(path))
+        if path not in candidates and sibling is not None:
+            try:
+                data = Path(path).read_bytes()
+            except OSError:
+                continue
+            if not sibling.search(data):
+                continue  # a file beside candidates that imports none of them
+        elif path not in candidates and not any(path.startswith(scope) for scope in packages):
+            if names_top is None:
+                continue  # no candidate in a package: nothing outside can import one
+            try:
+                data = Path(path).read_bytes()
+            except OSError:
+                continue
+            if not names_top.search(data):
+                continue  # neither in a candidate's package nor importing from one: it cannot import a candidate
+        else:
+            try:
+                data = Path(path).read_bytes()
+            except OSError:
+                continue
+        if b"import" in data and modules.get(path):
+            considered.append((path, data))
+    universe = {modules.get(p) for p, _ in considered} | candidate_modules
     linked: set[str] = set()
     extra: set[str] = set()
-    for path in paths:
+    for path, data in considered:
         module = modules.get(path)
-        if module is None:
-            continue
-        try:
-            data = Path(path).read_bytes()
-        except OSError:
-            continue
-        if b"import" not in data:
-            continue
         targets: set[str] = set()
         package = module.rsplit(".", 1)[0] if "." in module else ""
         if path.endswith("__init__.py"):
@@ -113,25 +157,65 @@ def _related(paths: Sequence[str], candidates: set[str], modules: dict[str, str]
                 base = base[:-up] if up <= len(base) else []
             name = ".".join([*base, *([rest.decode()] if rest else [])])
             targets.add(name)
+        for dots, rest, imported in _RELATIVE_NAMES.findall(data):
             # `from . import x` / `from .pkg import mod`: the imported names may be modules too
-            for imported in re.findall(rb"import[ \t]+\(?([\w, \t]+)", data[data.find(dots + rest):][:200])[:1]:
-                for n in imported.decode().split(","):
-                    n = n.strip().split(" ")[0]
-                    if n:
-                        targets.add(f"{name}.{n}" if name else n)
+            base = package.split(".") if package else []
+            up = len(dots) - 1
+            if up:
+                base = base[:-up] if up <= len(base) else []
+            name = ".".join([*base, *([rest.decode()] if rest else [])])
+            for n in imported.decode().split(","):
+                n = n.strip().split(" ")[0]
+                if n:
+                    targets.add(f"{name}.{n}" if name else n)
         for a, b in _ABSOLUTE.findall(data):
             name = (a or b).decode()
             targets.add(name)
             for i in range(1, name.count(".") + 1):
                 targets.add(name.rsplit(".", i)[0])
         targets.discard(module)
-        hits = targets & set(modules.values())
+        hits = targets & universe
         if not hits:
             continue
         linked.add(path)
         if path not in candidates and hits & candidate_modules:
             extra.add(path)
     return linked, extra
+
+
+class _Modules(dict):
+    """path → module name, computed when first asked (a big tree's unrelated files never are)."""
+
+    def __init__(self, root: str) -> None:
+        super().__init__()
+        self.root = root
+
+    def get(self, path, default=None):  # type: ignore[override]
+        if path not in self:
+            name = _module_name(self.root, path)
+            if not name:
+                return default
+            self[path] = name
+        return dict.get(self, path, default)
+
+    def fill(self, paths) -> None:
+        for p in paths:
+            self.get(p)
+
+
+def _package_scope(path: str) -> str:
+    """The directory (with a trailing separator) inside which files can import ``path``: its top-level package,
+    or its own directory when it is not in a package."""
+    directory = os.path.dirname(path)
+    top = directory
+    while os.path.exists(os.path.join(top, "__init__.py")):
+        parent = os.path.dirname(top)
+        if parent == top:
+            break
+        if not os.path.exists(os.path.join(parent, "__init__.py")):
+            break
+        top = parent
+    return top.rstrip(os.sep) + os.sep
 
 
 def build_repo_facts(paths: Sequence[str], candidates: Iterable[str], rules: Sequence[type],
@@ -149,10 +233,11 @@ def build_repo_facts(paths: Sequence[str], candidates: Iterable[str], rules: Seq
     while root and os.path.exists(os.path.join(root, "__init__.py")) and os.path.dirname(root) != root:
         root = os.path.dirname(root)  # the directory above the top package: module names keep their package
     # the module name of every file in the run
-    modules = {p: m for p in all_paths if (m := _module_name(root, p))}
+    modules = _Modules(root)
     facts.root = root
-    facts.module_of = modules
     linked, extra = _related(all_paths, cands, modules)
+    modules.fill(linked | cands | extra)
+    facts.module_of = dict(modules)
     facts.extra = extra
     if not linked:
         return facts

@@ -106,6 +106,19 @@ class OpenAIFramework(Framework):
 
     # -- planning
     def plan_model(self, ctor: cst.Call, planner: "_Planner", nested: Optional[str]):
+        hosted = self._hosted_tools(ctor)
+        if hosted:
+            return CtorPlan(), (
+                f"its agent uses {', '.join(f'`{h}`' for h in hosted)}, a tool the OpenAI platform runs itself "
+                "(Responses API): the rollout model speaks chat completions and cannot call it"
+            ), []
+        stored = kwarg(ctor, "prompt")
+        if stored is not None:
+            return CtorPlan(), (
+                f"its agent uses a stored prompt (`prompt={code(stored.value, 40)}`), which OpenAI's servers apply "
+                "(Responses API): the rollout model (chat completions) would run without it — put its text in "
+                "`instructions` by hand"
+            ), []
         arg = kwarg(ctor, "model")
         if arg is None:
             return CtorPlan(model=self._placeholder(), model_note="none (the SDK default)"), "", []
@@ -128,6 +141,21 @@ class OpenAIFramework(Framework):
                 return CtorPlan(), problem, []
             self.note_replaced(value.func)
         return CtorPlan(model=self._placeholder(), model_note=f"`{code(value, 40)}`"), "", [value]
+
+    def _hosted_tools(self, ctor: cst.Call) -> list[str]:
+        """Tools in ``tools=[...]`` that OpenAI's servers run (WebSearchTool(), HostedMCPTool(...)…)."""
+        arg = kwarg(ctor, "tools")
+        if arg is None or not isinstance(arg.value, (cst.List, cst.Tuple)):
+            return []
+        out = []
+        for el in arg.value.elements:
+            value = el.value
+            if isinstance(value, cst.Call):
+                resolved = self.table.resolve(value.func) or ""
+                last = resolved.rsplit(".", 1)[-1]
+                if resolved.startswith("agents.") and last.endswith("Tool") and last != "FunctionTool":
+                    out.append(f"{last}()")
+        return out
 
     def _model_problem(self, call: cst.Call) -> str:
         """Only models that just address a provider may become the placeholder (sampling lives in ModelSettings);
@@ -179,6 +207,12 @@ class OpenAIFramework(Framework):
                 else:
                     return (f"its run config `{code(shape.run_config)}` sets `model=`, which would replace the rollout "
                             "placeholder model: remove it")
+        server_state = [k for k in ("previous_response_id", "conversation_id", "auto_previous_response_id")
+                        if kwarg(run.call, k) is not None]
+        if server_state:
+            return (f"it runs `{who}` with `{server_state[0]}=`: the conversation lives on OpenAI's servers "
+                    "(Responses API), which the rollout model (chat completions) does not have — keep the history "
+                    "in a session or the input by hand")
         p = planner.p
         if shape.session is not None:
             return self._user_session(run, rp, planner)
