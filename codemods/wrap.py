@@ -1479,6 +1479,10 @@ class _LeftoverMarker(cst.CSTTransformer):
         failed = [p for p in self.plans if p.problems and p.driver.name == top]
         if failed:
             return f"{label}: `{top}` could not be migrated (see the TODO there)"
+        users = [p for p in self.plans if p.problems and (top in p.class_plans or top in p.helper_plans)]
+        if users:
+            return (f"{label}: `{users[0].driver.name}`, which uses `{top}`, could not be migrated "
+                    "(see the TODO there)")
         if top in model.classes:
             return (f"{label}: it is built in `{scope}` and kept on an object; objects built outside a rollout cannot "
                     f"register samples{target}")
