@@ -259,8 +259,7 @@ class RolloutEngine:
     async def finish(self, admission: Admission, status: str, result: dict[str, Any] | None = None) -> bool:
         """Record ``admission``'s terminal ``status`` and ``result`` (kept for the retention); ``False`` if the
         record was already finished (e.g. a lease expiry or a cancel got there first)."""
-        record = await self.store.finish(admission.key, status, result=result, retention=self.retention_seconds)
-        return record is not None
+        return await self.store.finish(admission.key, status, result=result, retention=self.retention_seconds)
 
     async def release(self, admission: Admission) -> None:
         """Let ``admission.key`` be submitted again before this rollout's task has returned.
@@ -349,7 +348,7 @@ class RolloutEngine:
                     continue
                 make = self._orphans.get(record.protocol)
                 result, retention = make(key) if make is not None else (None, self.record_ttl_seconds)
-                if await self.store.finish(key, "failure", result=result, retention=retention) is not None:
+                if await self.store.finish(key, "failure", result=result, retention=retention):
                     finished += 1
                     logger.warning("Rollout %s: its server process %s is gone; marked failed", key, owner)
             await self.store.forget_owner(owner)

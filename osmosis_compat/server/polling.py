@@ -36,7 +36,7 @@ from fastapi.responses import JSONResponse
 
 from osmosis_compat.runtime.engine import Admission, EngineClosedError, EngineFullError, RolloutEngine
 from osmosis_compat.runtime.jsonwire import NotJSONError, dumps
-from osmosis_compat.runtime.store import RolloutRecord, StoreUnavailableError
+from osmosis_compat.runtime.store import RolloutRecord, Snapshot, StoreUnavailableError
 from osmosis_compat.workflow.types.protocol import (
     POLLING_LEASE_HEADER,
     CancelRolloutsRequest,
@@ -326,11 +326,11 @@ class PollingRollouts:
         done = await self.store.finish(
             rollout_id, payload["status"], result=payload, retention=self.settings.result_retention_sec, expired=expired
         )
-        if done is not None:
+        if done:
             timer = self._lease_timers.pop(rollout_id, None)
             if timer is not None:
                 timer.cancel()
-        return done is not None
+        return done
 
     # -- leases ----------------------------------------------------------------------------------------------
 
@@ -380,17 +380,17 @@ class PollingRollouts:
             if check.outcome == "forbidden":
                 return JSONResponse({"detail": "invalid polling lease"}, status_code=403)
             if check.outcome == "finished":
-                return _held(check.record)
+                return _held(check.snapshot)
             if check.outcome == "expired":
                 await self._expire(rollout_id)
-                return _held(await self.store.get(rollout_id), rollout_id)
-            assert check.record is not None
-            record = await changes.wait(check.record, self.settings.result_wait_timeout_sec)
-        if record is None:
+                return _held(await self.store.get(rollout_id))
+            assert check.snapshot is not None
+            now_seen = await changes.wait(check.snapshot, self.settings.result_wait_timeout_sec)
+        if now_seen is None:
             return JSONResponse({"detail": "unknown rollout_id"}, status_code=404)
-        if record.finished:
-            return _held(record)
-        return JSONResponse(_result_payload(rollout_id, record.status))
+        if now_seen.finished:
+            return _held(now_seen)
+        return JSONResponse(_result_payload(rollout_id, now_seen.status))
 
     # -- cancel ----------------------------------------------------------------------------------------------
 
@@ -483,7 +483,7 @@ def _lease_expired(record: RolloutRecord, now: float | None = None) -> bool:
     return record.lease_deadline is not None and (time.time() if now is None else now) >= record.lease_deadline
 
 
-def _held(record: RolloutRecord | None, rollout_id: str | None = None) -> JSONResponse:
+def _held(record: RolloutRecord | Snapshot | None) -> JSONResponse:
     if record is None or record.result is None:
         # Finished without a held result (e.g. dropped at the end of its retention meanwhile).
         return JSONResponse({"detail": "unknown rollout_id"}, status_code=404)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from osmosis_compat.runtime.store import MemoryStore, RolloutRecord, StoreUnavailableError, open_store
+from osmosis_compat.runtime.store import MemoryStore, RolloutRecord, Snapshot, StoreUnavailableError, open_store
 from tests.redis_server import RedisServer
 
 
@@ -69,11 +69,15 @@ async def test_records_round_trip_every_field(stores: tuple[Any, Any]) -> None:
 async def test_status_and_answer_changes_bump_the_version(stores: tuple[Any, Any]) -> None:
     a, b = stores
     await a.create(record("k"))
-    assert (await b.update("k", lease_deadline=5.0)).version == 0  # not versioned
-    assert (await b.update("k", status="running")).version == 1
-    assert (await a.update("k", status="running")).version == 1  # unchanged value: no bump
-    assert (await a.update("k", answer={"x": 1})).version == 2
-    assert await a.update("missing", status="running") is None
+    assert await b.update("k", lease_deadline=5.0)
+    assert (await a.get("k")).version == 0  # not versioned
+    await b.update("k", status="running")
+    assert (await a.get("k")).version == 1
+    await a.update("k", status="running")
+    assert (await a.get("k")).version == 1  # unchanged value: no bump
+    await a.update("k", answer={"x": 1})
+    assert (await b.get("k")).version == 2
+    assert not await a.update("missing", status="running")
 
 
 async def test_finish_is_compare_and_set(stores: tuple[Any, Any]) -> None:
@@ -83,12 +87,13 @@ async def test_finish_is_compare_and_set(stores: tuple[Any, Any]) -> None:
         a.finish("k", "success", result={"status": "success"}, retention=60),
         b.finish("k", "cancelled", result={"status": "cancelled"}, retention=60),
     )
-    assert sum(o is not None for o in outcomes) == 1
+    assert sorted(outcomes) == [False, True]
     final = await a.get("k")
     assert final.finished and final.result == {"status": final.status}
     # a finished record no longer changes
-    assert (await b.update("k", status="running")).status == final.status
-    assert await b.finish("k", "failure", retention=60) is None
+    assert not await b.update("k", status="running")
+    assert (await a.get("k")).status == final.status
+    assert not await b.finish("k", "failure", retention=60)
 
 
 async def test_retention_drops_finished_records(stores: tuple[Any, Any]) -> None:
@@ -215,13 +220,13 @@ async def test_renew_lease_checks_and_renews_in_one_step(stores: tuple[Any, Any]
     await a.create(record("l", lease_digest="d" * 64, lease_deadline=now + 5))
     assert (await b.renew_lease("l", "x" * 64, now + 10, now)).outcome == "forbidden"
     renewed = await b.renew_lease("l", "d" * 64, now + 10, now)
-    assert renewed.outcome == "renewed" and renewed.record.lease_deadline == now + 10
+    assert renewed.outcome == "renewed" and renewed.snapshot == Snapshot(0, "queued", None)
     assert (await a.get("l")).lease_deadline == now + 10
     expired = await b.renew_lease("l", "d" * 64, now + 30, now + 11)  # asked after the deadline
     assert expired.outcome == "expired" and (await a.get("l")).lease_deadline == now + 10
     await a.finish("l", "success", result={"status": "success"}, retention=60)
     finished = await b.renew_lease("l", "d" * 64, now + 30, now + 12)
-    assert finished.outcome == "finished" and finished.record.result == {"status": "success"}
+    assert finished.outcome == "finished" and finished.snapshot == Snapshot(1, "success", {"status": "success"})
 
 
 async def test_finish_records_the_expired_outcome_after_the_lease(stores: tuple[Any, Any]) -> None:
@@ -230,8 +235,7 @@ async def test_finish_records_the_expired_outcome_after_the_lease(stores: tuple[
     await a.create(record("late", lease_digest="d", lease_deadline=now - 1))
     await a.create(record("timely", lease_digest="d", lease_deadline=now + 60))
     for key in ("late", "timely"):
-        done = await b.finish(key, "success", result={"ok": True}, retention=60, expired=("failure", {"lease": "expired"}))
-        assert done is not None
+        assert await b.finish(key, "success", result={"ok": True}, retention=60, expired=("failure", {"lease": "expired"}))
     assert ((await a.get("late")).status, (await a.get("late")).result) == ("failure", {"lease": "expired"})
     assert ((await a.get("timely")).status, (await a.get("timely")).result) == ("success", {"ok": True})
 
@@ -240,18 +244,20 @@ async def test_a_watch_sees_changes_made_before_its_wait(stores: tuple[Any, Any]
     a, b = stores
     await a.create(record("w"))
     async with b.watch("w") as changes:
-        known = await b.get("w")
-        before = known.version  # (the memory store hands out its live record)
+        known = (await b.get("w")).snapshot()
         await a.update("w", status="running")  # between the read and the wait: not missed
         await asyncio.sleep(0.1)
         started = time.monotonic()
         seen = await changes.wait(known, timeout=5)
-    assert seen.status == "running" and seen.version == before + 1 and time.monotonic() - started < 1
+    assert seen == Snapshot(known.version + 1, "running") and time.monotonic() - started < 1
     async with b.watch("w") as changes:
-        quiet = await changes.wait(seen, timeout=0.2)  # nothing changes: the known record comes back
-    assert quiet.status == "running"
+        quiet = await changes.wait(seen, timeout=0.2)  # nothing changes: what was seen comes back
+    assert quiet == seen
     async with b.watch("w") as changes:
-        known = await b.get("w")
+        known = (await b.get("w")).snapshot()
         await a.finish("w", "success", result={"r": 1}, retention=60)
         final = await changes.wait(known, timeout=5)
     assert final.finished and final.result == {"r": 1}  # a terminal change brings the result along
+    async with b.watch("w") as changes:
+        await a.delete("w")
+        assert await changes.wait(final, timeout=5) is None  # gone

@@ -1,13 +1,15 @@
 """Where the engine keeps what it remembers about rollouts (see :mod:`.base`)."""
 
-from .base import TERMINAL, RolloutRecord, RolloutStore, StoreUnavailableError
+from .base import TERMINAL, LeaseCheck, RolloutRecord, RolloutStore, Snapshot, StoreUnavailableError
 from .memory import MemoryStore
 
 __all__ = [
+    "LeaseCheck",
     "MemoryStore",
     "RolloutRecord",
     "RolloutStore",
     "STORE_ENV",
+    "Snapshot",
     "StoreUnavailableError",
     "TERMINAL",
     "open_store",

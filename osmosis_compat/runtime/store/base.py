@@ -18,7 +18,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-__all__ = ["LeaseCheck", "RolloutRecord", "RolloutStore", "StoreUnavailableError", "TERMINAL", "Watch"]
+__all__ = ["LeaseCheck", "RolloutRecord", "RolloutStore", "Snapshot", "StoreUnavailableError", "TERMINAL", "Watch"]
 
 #: Statuses after which a record's result never changes.
 TERMINAL = frozenset({"success", "failure", "cancelled"})
@@ -55,6 +55,10 @@ class RolloutRecord:
         """Whether the rollout reached a terminal status (its result no longer changes)."""
         return self.status in TERMINAL
 
+    def snapshot(self) -> Snapshot:
+        """What a long-poll needs of this record."""
+        return Snapshot(self.version, self.status, self.result)
+
     def to_dict(self) -> dict[str, Any]:
         """The record as plain data."""
         return asdict(self)
@@ -70,22 +74,36 @@ CancelListener = Callable[[str], Awaitable[None]]
 
 
 @dataclass(frozen=True)
+class Snapshot:
+    """The part of a record a long-poll answers from: its version, status and (once finished) held result."""
+
+    version: int
+    status: str
+    result: dict[str, Any] | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.status in TERMINAL
+
+
+@dataclass(frozen=True)
 class LeaseCheck:
     """What :meth:`RolloutStore.renew_lease` found: ``outcome`` is ``"unknown"`` (no such record, or one without a
     lease), ``"forbidden"`` (wrong token), ``"finished"`` (the result is held; the lease stopped), ``"expired"``
-    (the lease ran out while the rollout ran; not renewed) or ``"renewed"``; ``record`` is the record then."""
+    (the lease ran out while the rollout ran; not renewed) or ``"renewed"``; ``snapshot`` is the record then
+    (``None`` for unknown and forbidden)."""
 
     outcome: str
-    record: RolloutRecord | None
+    snapshot: Snapshot | None = None
 
 
 class Watch(abc.ABC):
     """A registration for changes of one record, made *before* reading it, so no change can slip in between."""
 
     @abc.abstractmethod
-    async def wait(self, known: RolloutRecord, timeout: float) -> RolloutRecord | None:
-        """Wait until the record changes after ``known`` (or ``timeout``); the record then — ``known`` itself when
-        nothing changed, ``None`` if it is gone. A change already seen since the watch began returns at once."""
+    async def wait(self, seen: Snapshot, timeout: float) -> Snapshot | None:
+        """Wait until the record changes after ``seen`` (or ``timeout``); the snapshot then — ``seen`` itself when
+        nothing changed, ``None`` if the record is gone. A change made since the watch began returns at once."""
 
 
 class RolloutStore(abc.ABC):
@@ -121,10 +139,9 @@ class RolloutStore(abc.ABC):
         """The record for ``key``, or ``None`` (never admitted, or dropped after its retention)."""
 
     @abc.abstractmethod
-    async def update(self, key: str, **changes: Any) -> RolloutRecord | None:
-        """Set fields of an unfinished record (a finished one is not changed); a change of ``status`` or
-        ``answer`` bumps ``version`` and wakes waiters. Returns the record after the change, or ``None`` if
-        absent."""
+    async def update(self, key: str, **changes: Any) -> bool:
+        """Set fields of an unfinished record; a change of ``status`` or ``answer`` bumps ``version`` and wakes
+        watches. ``False`` (nothing changed) when the record is absent or finished."""
 
     @abc.abstractmethod
     async def finish(
@@ -135,10 +152,10 @@ class RolloutStore(abc.ABC):
         result: dict[str, Any] | None = None,
         retention: float | None = None,
         expired: tuple[str, dict[str, Any]] | None = None,
-    ) -> RolloutRecord | None:
+    ) -> bool:
         """Give ``key`` its terminal ``status`` (and ``result``) unless it already has one; keep it ``retention``
         seconds (``0`` drops it at once). ``expired`` is ``(status, result)`` to record instead when the record's
-        lease deadline has passed. Returns the record if this call finished it, else ``None``."""
+        lease deadline has passed. ``True`` if this call finished it (compare-and-set: one caller wins)."""
 
     @abc.abstractmethod
     async def delete(self, key: str) -> None:
@@ -155,7 +172,9 @@ class RolloutStore(abc.ABC):
             record = await self.get(key)
             if record is None or record.version > version:
                 return record
-            return await changes.wait(record, timeout)
+            if await changes.wait(record.snapshot(), timeout) == record.snapshot():
+                return record  # nothing changed
+        return await self.get(key)
 
     @abc.abstractmethod
     async def renew_lease(self, key: str, digest: str, deadline: float, now: float) -> LeaseCheck:
@@ -178,7 +197,8 @@ class RolloutStore(abc.ABC):
 
     @abc.abstractmethod
     async def request_cancel(self, key: str) -> None:
-        """Ask the process that runs ``key`` to cancel it (delivered to that process's cancel listener)."""
+        """Ask the process that runs ``key`` to cancel it (delivered to that process's cancel listener), also when
+        the record is already finished (a cancel or lease expiry finishes the record before the task stops)."""
 
     @abc.abstractmethod
     def on_cancel(self, owner: str, listener: CancelListener) -> None:

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from .base import CancelListener, LeaseCheck, RolloutRecord, RolloutStore, Watch
+from .base import CancelListener, LeaseCheck, RolloutRecord, RolloutStore, Snapshot, Watch
 
 __all__ = ["MemoryStore"]
 
@@ -72,17 +72,17 @@ class MemoryStore(RolloutStore):
         """:meth:`get` without awaiting (this store never blocks)."""
         return self._live(key)
 
-    async def update(self, key: str, **changes: Any) -> RolloutRecord | None:
+    async def update(self, key: str, **changes: Any) -> bool:
         record = self._live(key)
         if record is None or record.finished:
-            return record
+            return False
         bump = any(name in _VERSIONED and getattr(record, name) != value for name, value in changes.items())
         for name, value in changes.items():
             setattr(record, name, value)
         if bump:
             record.version += 1
             self._wake(key)
-        return record
+        return True
 
     async def finish(
         self,
@@ -92,10 +92,10 @@ class MemoryStore(RolloutStore):
         result: dict[str, Any] | None = None,
         retention: float | None = None,
         expired: tuple[str, dict[str, Any]] | None = None,
-    ) -> RolloutRecord | None:
+    ) -> bool:
         record = self._live(key)
         if record is None or record.finished:
-            return None
+            return False
         now = time.time()
         if expired is not None and record.lease_deadline is not None and now >= record.lease_deadline:
             status, result = expired
@@ -109,7 +109,7 @@ class MemoryStore(RolloutStore):
                 self._drop(key)
             else:
                 self._expires[key] = record.finished_at + retention
-        return record
+        return True
 
     async def delete(self, key: str) -> None:
         self._drop(key)
@@ -130,15 +130,15 @@ class MemoryStore(RolloutStore):
     async def renew_lease(self, key: str, digest: str, deadline: float, now: float) -> LeaseCheck:
         record = self._live(key)
         if record is None or record.lease_digest is None:
-            return LeaseCheck("unknown", record)
+            return LeaseCheck("unknown")
         if not secrets.compare_digest(record.lease_digest, digest):
-            return LeaseCheck("forbidden", record)
+            return LeaseCheck("forbidden")
         if record.finished:
-            return LeaseCheck("finished", record)
+            return LeaseCheck("finished", record.snapshot())
         if record.lease_deadline is not None and now >= record.lease_deadline:
-            return LeaseCheck("expired", record)
+            return LeaseCheck("expired", record.snapshot())
         record.lease_deadline = deadline
-        return LeaseCheck("renewed", record)
+        return LeaseCheck("renewed", record.snapshot())
 
     async def keys(self, *, prefix: str | None = None) -> list[str]:
         now = time.time()
@@ -148,7 +148,7 @@ class MemoryStore(RolloutStore):
         record = self._live(key)
         if record is None:
             return
-        record.cancel_requested = True
+        record.cancel_requested = True  # set on finished records too: the task may still be stopping
         listener = self._listeners.get(record.owner)
         if listener is not None:
             await listener(key)
@@ -169,10 +169,12 @@ class _MemoryWatch(Watch):
     def __init__(self, store: MemoryStore, key: str, future: asyncio.Future[None]) -> None:
         self.store, self.key, self.future = store, key, future
 
-    async def wait(self, known: RolloutRecord, timeout: float) -> RolloutRecord | None:
-        if not self.future.done():
+    async def wait(self, seen: Snapshot, timeout: float) -> Snapshot | None:
+        record = self.store._live(self.key)
+        if record is not None and record.version == seen.version and not self.future.done():
             try:
                 await asyncio.wait_for(asyncio.shield(self.future), timeout)
             except (TimeoutError, asyncio.TimeoutError):
                 pass
-        return self.store._live(self.key)  # the live object: as fresh as it gets
+            record = self.store._live(self.key)
+        return None if record is None else record.snapshot()

@@ -21,7 +21,6 @@ nothing). Needs the ``redis`` package (``pip install 'osmosis-compat[redis]'``).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import logging
 import time
@@ -30,7 +29,16 @@ from contextlib import asynccontextmanager
 from dataclasses import fields
 from typing import Any
 
-from .base import TERMINAL, CancelListener, LeaseCheck, RolloutRecord, RolloutStore, StoreUnavailableError, Watch
+from .base import (
+    TERMINAL,
+    CancelListener,
+    LeaseCheck,
+    RolloutRecord,
+    RolloutStore,
+    Snapshot,
+    StoreUnavailableError,
+    Watch,
+)
 
 __all__ = ["RedisStore", "UNFINISHED_TTL_S"]
 
@@ -57,10 +65,10 @@ return false
 # KEYS[1] record; ARGV[1] changes channel, ARGV[2] terminal statuses (space-separated JSON), ARGV[3] versioned
 # fields (space-separated), then field/value pairs.
 _UPDATE = """
-if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local status = redis.call('HGET', KEYS[1], 'status')
 for terminal in string.gmatch(ARGV[2], '%S+') do
-  if status == terminal then return redis.call('HGETALL', KEYS[1]) end
+  if status == terminal then return 0 end
 end
 local versioned = {}
 for name in string.gmatch(ARGV[3], '%S+') do versioned[name] = true end
@@ -76,16 +84,16 @@ if bump then
   local version = redis.call('HINCRBY', KEYS[1], 'version', 1)
   redis.call('PUBLISH', ARGV[1], KEYS[1] .. ' ' .. version .. ' ' .. redis.call('HGET', KEYS[1], 'status'))
 end
-return redis.call('HGETALL', KEYS[1])
+return 1
 """
 
 # KEYS[1] record, KEYS[2] owned-set prefix (+ owner); ARGV: channel, terminal statuses, status, result, finished_at
 # (= now), retention_ms, then optionally the status and result to record instead when the lease ran out.
 _FINISH = """
-if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local status = redis.call('HGET', KEYS[1], 'status')
 for terminal in string.gmatch(ARGV[2], '%S+') do
-  if status == terminal then return false end
+  if status == terminal then return 0 end
 end
 local new_status, result = ARGV[3], ARGV[4]
 if ARGV[7] then
@@ -98,29 +106,37 @@ redis.call('HSET', KEYS[1], 'status', new_status, 'result', result, 'finished_at
 local version = redis.call('HINCRBY', KEYS[1], 'version', 1)
 local owner = cjson.decode(redis.call('HGET', KEYS[1], 'owner'))
 redis.call('SREM', KEYS[2] .. owner, KEYS[1])
-local record = redis.call('HGETALL', KEYS[1])
 local retention = tonumber(ARGV[6])
 if retention <= 0 then redis.call('DEL', KEYS[1]) else redis.call('PEXPIRE', KEYS[1], retention) end
 redis.call('PUBLISH', ARGV[1], KEYS[1] .. ' ' .. version .. ' ' .. new_status)
-return record
+return 1
 """
 
-# KEYS[1] record; ARGV: digest (JSON), new deadline, now, terminal statuses. Returns {outcome, record}.
+# KEYS[1] record; ARGV: digest (JSON), new deadline, now, terminal statuses.
+# Returns {outcome} or {outcome, version, status, result} (JSON values).
 _RENEW = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end
 local digest = redis.call('HGET', KEYS[1], 'lease_digest')
-if not digest or digest == 'null' then return {'unknown', redis.call('HGETALL', KEYS[1])} end
+if not digest or digest == 'null' then return {'unknown'} end
 if digest ~= ARGV[1] then return {'forbidden'} end
-local status = redis.call('HGET', KEYS[1], 'status')
+local fields = redis.call('HMGET', KEYS[1], 'version', 'status', 'result', 'lease_deadline')
 for terminal in string.gmatch(ARGV[4], '%S+') do
-  if status == terminal then return {'finished', redis.call('HGETALL', KEYS[1])} end
+  if fields[2] == terminal then return {'finished', fields[1], fields[2], fields[3]} end
 end
-local deadline = redis.call('HGET', KEYS[1], 'lease_deadline')
-if deadline and deadline ~= 'null' and tonumber(deadline) <= tonumber(ARGV[3]) then
-  return {'expired', redis.call('HGETALL', KEYS[1])}
+if fields[4] and fields[4] ~= 'null' and tonumber(fields[4]) <= tonumber(ARGV[3]) then
+  return {'expired', fields[1], fields[2], 'null'}
 end
 redis.call('HSET', KEYS[1], 'lease_deadline', ARGV[2])
-return {'renewed', redis.call('HGETALL', KEYS[1])}
+return {'renewed', fields[1], fields[2], 'null'}
+"""
+
+# KEYS[1] record; ARGV[1] cancel channel. Marks the record and tells its owner (finished records too).
+_CANCEL = """
+local owner = redis.call('HGET', KEYS[1], 'owner')
+if not owner then return 0 end
+redis.call('HSET', KEYS[1], 'cancel_requested', 'true')
+redis.call('PUBLISH', ARGV[1], cjson.decode(owner) .. ' ' .. ARGV[2])
+return 1
 """
 
 # KEYS[1] record, KEYS[2] owned-set prefix; ARGV[1] channel.
@@ -211,6 +227,7 @@ class _Shared:
                 "finish": client.register_script(_FINISH),
                 "delete": client.register_script(_DELETE),
                 "renew": client.register_script(_RENEW),
+                "cancel": client.register_script(_CANCEL),
             }
             self.listener = asyncio.get_running_loop().create_task(self._listen(), name="rollout-store-listener")
 
@@ -338,6 +355,16 @@ class RedisStore(RolloutStore):
         except Exception as exc:
             raise StoreUnavailableError(f"rollout store error: {exc}") from exc
 
+    async def snapshot(self, key: str) -> Snapshot | None:
+        """Version, status and result of ``key`` (a small read: no other field)."""
+        try:
+            version, status, result = await self._client().hmget(self._key(key), "version", "status", "result")
+        except Exception as exc:
+            raise StoreUnavailableError(f"rollout store error: {exc}") from exc
+        if version is None:
+            return None
+        return Snapshot(int(json.loads(version)), json.loads(status), json.loads(result) if result else None)
+
     async def get_many(self, keys: Iterable[str]) -> list[RolloutRecord | None]:
         keys = list(keys)
         if not keys:
@@ -359,12 +386,12 @@ class RedisStore(RolloutStore):
         flat: list[str] = []
         for name, value in changes.items():
             flat += [name, json.dumps(value, separators=(",", ":"), sort_keys=True)]
-        raw = await self._call(
+        changed = await self._call(
             "update",
             [self._key(key)],
             [self._shared.changes, " ".join(_TERMINAL_JSON), " ".join(_VERSIONED), *flat],
         )
-        return _decode(raw) if raw else None
+        return bool(changed)
 
     async def finish(
         self,
@@ -374,7 +401,7 @@ class RedisStore(RolloutStore):
         result: dict[str, Any] | None = None,
         retention: float | None = None,
         expired: tuple[str, dict[str, Any]] | None = None,
-    ) -> RolloutRecord | None:
+    ) -> bool:
         retention_ms = UNFINISHED_TTL_S * 1000 if retention is None else int(retention * 1000)
         args: list[Any] = [
             self._shared.changes,
@@ -386,8 +413,7 @@ class RedisStore(RolloutStore):
         ]
         if expired is not None:
             args += [json.dumps(expired[0]), json.dumps(expired[1], separators=(",", ":"), sort_keys=True)]
-        raw = await self._call("finish", [self._key(key), self._owned_prefix()], args)
-        return _decode(raw) if raw else None
+        return bool(await self._call("finish", [self._key(key), self._owned_prefix()], args))
 
     async def delete(self, key: str) -> None:
         await self._call("delete", [self._key(key), self._owned_prefix()], [self._shared.changes])
@@ -411,7 +437,9 @@ class RedisStore(RolloutStore):
             "renew", [self._key(key)], [json.dumps(digest), json.dumps(deadline), json.dumps(now), " ".join(_TERMINAL_JSON)]
         )
         outcome = _text(raw[0])
-        return LeaseCheck(outcome, _decode(raw[1]) if len(raw) > 1 else None)
+        if len(raw) < 4:
+            return LeaseCheck(outcome)
+        return LeaseCheck(outcome, Snapshot(int(json.loads(raw[1])), json.loads(raw[2]), json.loads(raw[3])))
 
     async def keys(self, *, prefix: str | None = None) -> list[str]:
         start = len(self._key(""))
@@ -425,14 +453,7 @@ class RedisStore(RolloutStore):
     # -- cancellation ----------------------------------------------------------------------------------------
 
     async def request_cancel(self, key: str) -> None:
-        # Sent for finished records too: a cancel or a lease expiry finishes the record before the task stops.
-        record = await self.update(key, cancel_requested=True)
-        if record is None:
-            return
-        try:
-            await self._client().publish(self._shared.cancels, f"{record.owner} {key}")
-        except Exception as exc:
-            raise StoreUnavailableError(f"rollout store error: {exc}") from exc
+        await self._call("cancel", [self._key(key)], [self._shared.cancels, key])
 
     def on_cancel(self, owner: str, listener: CancelListener) -> None:
         # An owner id is one engine's (one namespace's): the cancel channel carries "<owner> <rollout key>".
@@ -499,23 +520,21 @@ class _RedisWatch(Watch):
             self.version, self.status = version, status
         self.event.set()
 
-    async def wait(self, known: RolloutRecord, timeout: float) -> RolloutRecord | None:
-        if self.version is None or self.version <= known.version:
-            if not self.reread:
-                self.event.clear()
-                try:
-                    await asyncio.wait_for(self.event.wait(), timeout)
-                except (TimeoutError, asyncio.TimeoutError):
-                    return known
-        if self.reread or self.version is None:
-            return await self.store.get(self.key)
+    async def wait(self, seen: Snapshot, timeout: float) -> Snapshot | None:
+        if not self.reread and (self.version is None or self.version <= seen.version):
+            self.event.clear()
+            try:
+                await asyncio.wait_for(self.event.wait(), timeout)
+            except (TimeoutError, asyncio.TimeoutError):
+                return seen
         if self.version == -1:
             return None  # deleted
-        if self.version <= known.version:
-            return known
-        if self.status in TERMINAL:
-            return await self.store.get(self.key)  # the result is needed: read it once
-        return dataclasses.replace(known, version=self.version, status=self.status)
+        if not self.reread and self.version is not None:
+            if self.version <= seen.version:
+                return seen
+            if self.status not in TERMINAL:
+                return Snapshot(self.version, self.status)  # the message said it all
+        return await self.store.snapshot(self.key)  # a result to read, or a change that may have been missed
 
 
 def _text(value: Any) -> str:
