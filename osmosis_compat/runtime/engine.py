@@ -256,11 +256,6 @@ class RolloutEngine:
                 except Exception:
                     logger.warning("Rollout %s: could not mark the key finished in the store", admission.key)
 
-    async def finish(self, admission: Admission, status: str, result: dict[str, Any] | None = None) -> bool:
-        """Record ``admission``'s terminal ``status`` and ``result`` (kept for the retention); ``False`` if the
-        record was already finished (e.g. a lease expiry or a cancel got there first)."""
-        return await self.store.finish(admission.key, status, result=result, retention=self.retention_seconds)
-
     async def release(self, admission: Admission) -> None:
         """Let ``admission.key`` be submitted again before this rollout's task has returned.
 
