@@ -702,6 +702,15 @@ def name_counts(node: cst.CSTNode) -> dict[str, int]:
     return v.counts
 
 
+def _candidate_uses(stmt: cst.CSTNode, candidates: Sequence[str], module: cst.Module) -> dict[str, int]:
+    """Which of the import ``candidates`` a new statement mentions (by its code: cheaper than a visit; a name in a
+    string or comment counts too, which only ever keeps an import)."""
+    if not candidates:
+        return {}
+    text = module.code_for_node(stmt)
+    return {name: 1 for name in candidates if re.search(rf"\b{re.escape(name)}\b", text)}
+
+
 def _unique(name: str, taken: set[str]) -> str:
     if name not in taken:
         return name
@@ -1074,6 +1083,7 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
                          f"of other modules (`{name}` stays for its other users)")
 
     created: list[tuple[str, cst.CSTNode]] = []  # (workflow class, the input statement it was made from)
+    same_code: dict[int, int] = {}  # id(new statement) → index of the input statement with the same code
     for p in plans:
         d = p.driver
         first = d.indices[0]
@@ -1190,6 +1200,7 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
         marked = stmt.visit(marker)
         if marker.marked:
             replacements[i] = [marked]
+            same_code[id(marked)] = i  # only comments were added: the statement uses the names it used
 
     new_body: list[cst.BaseStatement] = []
     carried: list[cst.EmptyLine] = []
@@ -1202,12 +1213,16 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
         out = list(replacements.get(i, [stmt]))
         if i in removed and i in replacements and not out:
             continue
+        # the first statement keeps the input's code when it is the input statement or its comment-marked self
+        comment_only = bool(out) and (out[0] is stmt or same_code.get(id(out[0])) == i)
         if carried and out:
             out[0] = out[0].with_changes(leading_lines=[*out[0].leading_lines, *carried])
             carried = []
         for code_i, reason in todos.at.get(i, ()):
             out[0] = with_todo_comment(out[0], code_i, reason)
             ctx.todo(code_i, stmt, reason)
+        if comment_only:
+            same_code[id(out[0])] = i
         new_body.extend(out)
     guard = fw.append_guard
     if guard is not None:
@@ -1222,8 +1237,11 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
     # names each top-level statement uses: the input's counts where the statement is unchanged, counted afresh
     # where it is new (the import clean-up needs them; a full-module visit would cost more than the rule)
     original_ids = {id(st): i for i, st in enumerate(body)}
+    original_ids.update(same_code)
+    candidates = sorted(fw.replaced)
     fw.body_counts = [
-        counts[original_ids[id(st)]] if id(st) in original_ids else name_counts(st) for st in new_body
+        counts[original_ids[id(st)]] if id(st) in original_ids else _candidate_uses(st, candidates, module)
+        for st in new_body
     ]
     module = module.with_changes(body=new_body)
     module = _module_todos(module, fw, created)

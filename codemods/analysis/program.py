@@ -67,6 +67,7 @@ class ModuleModel:
     runners: set[str] = field(default_factory=set)  # functions with a run site of their own
     helpers: set[str] = field(default_factory=set)  # runners used by other runners or by agents (tools, guardrails)
     runner_classes: set[str] = field(default_factory=set)  # classes whose methods run agents
+    facts_cache: dict[int, "BodyFacts"] = field(default_factory=dict)  # id(function) → facts of its body
     # names imported from other files of the run, with what those files offer (codemods.analysis.repo)
     imported_agents: dict[str, str] = field(default_factory=dict)  # local agent name → its rollout factory
     imported_classes: dict[str, str] = field(default_factory=dict)  # local class → its rollout class
@@ -290,10 +291,14 @@ def find_drivers(model: ModuleModel, fw: "Framework") -> list[Driver]:
     body = model.body
     heads = fw.run_heads()
     agent_names = set(model.agents) | set(model.imported_agents)
+    ctor_heads = fw.ctor_heads()
+    used_names = set().union(*model.counts) if model.counts else set()
     producers = {
         name for name, i in model.functions.items()
-        if fw.ctor_heads() & model.counts[i].keys() and _returns(body[i].body)
+        if ctor_heads & model.counts[i].keys() and sum(name in c for c in model.counts) > 1  # someone calls it
+        and _returns(body[i].body)
     }
+    del used_names
     model.producers = producers
 
     def may_run(i: int) -> bool:
@@ -303,8 +308,12 @@ def find_drivers(model: ModuleModel, fw: "Framework") -> list[Driver]:
     runners: set[str] = set()  # functions with a run site of their own
     for name, i in model.functions.items():
         stmt = body[i]
-        if not has_skip_marker(stmt) and may_run(i) and fw.has_run_site(stmt.body, agent_names, producers):
-            runners.add(name)
+        if not has_skip_marker(stmt) and may_run(i):
+            # the body's facts, kept for the planner (one walk of a driver's body, not two)
+            facts = body_facts(list(_block(stmt.body)), fw, agent_names, producers)
+            model.facts_cache[id(stmt)] = facts
+            if facts.runs:
+                runners.add(name)
     classes: set[str] = set()  # classes whose methods run agents (kept on `self` or module-level)
     for name, i in model.classes.items():
         stmt = body[i]
@@ -435,7 +444,9 @@ class _Planner:
             return self.run_helper()
         d, m = self.d, self.m
         deps = self.agent_deps(self.initial_agent_names())
-        facts = body_facts(d.stmts, self.fw, set(deps) | set(m.imported_agents), producers=self.producers())
+        facts = m.facts_cache.pop(id(d.func), None) if d.kind == "function" else None
+        if facts is None:
+            facts = body_facts(d.stmts, self.fw, set(deps) | set(m.imported_agents), producers=self.producers())
         self.p = Plan(driver=d, facts=facts)
         self.p.deps = sorted(deps, key=lambda n: m.agents[n])
         self.local_agents = {c.var for c in facts.ctors if c.var} | set(deps) | set(m.imported_agents)
