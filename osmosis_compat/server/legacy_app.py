@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -77,6 +78,29 @@ FINAL_CALLBACK = "final"
 
 class GetToolsError(Exception):
     """``get_tools`` raised or returned an unusable tool list; the init request fails and nothing runs."""
+
+
+class _SharedJSON:
+    """One shared object per distinct JSON value (bounded): the tool lists of init answers.
+
+    Every finished legacy rollout keeps its init answer for the record TTL (1 h), so that a duplicate init gets
+    it. The tools are most of that answer (~3-4 KiB of dicts per rollout for a four-tool agent) and nearly always
+    the same list: kept once, thousands of records cost a few hundred bytes each (issue 12, bench/legacy_memory.py).
+    The values are only ever encoded, never mutated, so sharing them is safe.
+    """
+
+    def __init__(self, max_entries: int = 256) -> None:
+        self._by_text: dict[str, Any] = {}
+        self._max_entries = max_entries
+
+    def intern(self, value: Any) -> Any:
+        text = json.dumps(value, separators=(",", ":"))  # key order kept: shared only when identical
+        shared = self._by_text.get(text)
+        if shared is None:
+            if len(self._by_text) >= self._max_entries:  # get_tools varies per request: stop sharing, stay bounded
+                return value
+            shared = self._by_text[text] = value
+        return shared
 
 
 def create_app(
@@ -181,6 +205,8 @@ def create_app(
             **polling.health_fields(),
         }
 
+    tool_lists = _SharedJSON()
+
     async def prepare(rollout_request: RolloutRequest) -> tuple[dict[str, Any], Any]:
         try:
             raw_tools = agent_loop.get_tools(rollout_request)
@@ -189,7 +215,7 @@ def create_app(
         except Exception as exc:
             raise GetToolsError(f"get_tools() raised {type(exc).__name__}: {exc}") from exc
         try:
-            tools = normalize_tools(raw_tools)
+            tools = tool_lists.intern(normalize_tools(raw_tools))
         except (TypeError, ValueError) as exc:
             raise GetToolsError(f"get_tools() returned an invalid tool list: {exc}") from exc
         return {"rollout_id": rollout_request.rollout_id, "tools": tools}, raw_tools
