@@ -104,11 +104,14 @@ def serve_agent_loop(
         run_debug_dir = os.path.join(debug_dir, str(int(time.time())))
         os.makedirs(run_debug_dir, exist_ok=True)
 
-    app = create_app(agent_loop, settings=settings, api_key=key, debug_dir=run_debug_dir,
-                     controller_hosts=controller_hosts)
-    _print_banner(agent_loop, host, port, key, generated, local_debug, skip_register, run_debug_dir)
+    from osmosis_compat.runtime.wirecheck import resolve_controller_hosts
     from osmosis_compat.server.security import non_loopback_warning
 
+    allow_list = resolve_controller_hosts(controller_hosts)
+    app = create_app(agent_loop, settings=settings, api_key=key, debug_dir=run_debug_dir, controller_hosts=allow_list)
+    _print_banner(agent_loop, host, port, key, generated, local_debug, skip_register, run_debug_dir)
+    if allow_list is not None:
+        print(f"  Controller hosts: {', '.join(allow_list.entries)} (server_url must name one)", flush=True)
     warning = non_loopback_warning(host, key)
     if warning:
         print(warning, file=sys.stderr, flush=True)

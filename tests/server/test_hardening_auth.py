@@ -343,3 +343,19 @@ def test_serve_passes_controller_hosts_to_every_agent_and_refuses_bad_entries(mo
     monkeypatch.setenv(CONTROLLER_HOSTS_ENV, "a b")
     with pytest.raises(ValueError, match="controller host 'a b'"):
         build("workflow-app")
+
+
+def test_the_legacy_serve_shows_and_applies_controller_hosts(monkeypatch, capsys):
+    # uvicorn.run is replaced by a recorder; the recorded app is then served on 127.0.0.1 for real.
+    import uvicorn
+
+    from osmosis_compat.legacy.serve import serve_agent_loop
+
+    apps: list[Any] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: apps.append(app))
+    serve_agent_loop(ToolLoop(), host="127.0.0.1", validate=False, local_debug=True, controller_hosts="127.0.0.1")
+    assert "Controller hosts: 127.0.0.1" in capsys.readouterr().out
+    with serve_app(apps[0]) as server:
+        assert_host_refused(post(server.url + "/v1/rollout/init", dict(legacy_body(), server_url="http://localhost:9")),
+                            "server_url")
+        assert post(server.url + "/v1/rollout/init", legacy_body()).status_code == 202
