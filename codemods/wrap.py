@@ -853,22 +853,7 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
     heads = fw.ctor_heads()
     offered: dict = {}
     if repo is not None:
-        for local, verdict in repo.imported(ctx.filename).items():
-            if verdict.rule != fw.code:
-                continue
-            fw.imported_names.add(local)
-            if verdict.rollout is None:
-                model.imported_problems[local] = (
-                    f"it uses `{local}` from `{verdict.module}`, which cannot be migrated: {verdict.problem}")
-                # still a runner for finding the drivers: they get the TODO with that reason
-                {"agent": model.imported_agents, "class": model.imported_classes,
-                 "helper": model.imported_helpers}.get(verdict.kind, {})[local] = ""
-            elif verdict.kind == "agent":
-                model.imported_agents[local] = verdict.rollout
-            elif verdict.kind == "class":
-                model.imported_classes[local] = verdict.rollout
-            elif verdict.kind == "helper":
-                model.imported_helpers[local] = verdict.rollout
+        fw.imported_names |= _apply_imported(model, fw, repo)
         offered = {n: v for n, v in repo.offered(ctx.filename).items() if v.rule == fw.code and v.rollout}
     run_heads = fw.run_heads()
     if not any((heads | run_heads) & c.keys() for c in counts) and not model.agents and not fw.imported_names:
@@ -1628,6 +1613,24 @@ def _add_prompt_helper(module: cst.Module, fw: Optional["Framework"] = None) -> 
     return module.with_changes(body=body)
 
 
+def _apply_imported(model: "ModuleModel", fw: Framework, repo) -> set[str]:
+    """What other files of the run offer for the names this module imports (their rollout versions, or why there
+    is none) into ``model``; returns the local names concerned."""
+    names: set[str] = set()
+    for local, verdict in repo.imported(fw.ctx.filename).items():
+        if verdict.rule != fw.code:
+            continue
+        names.add(local)
+        kinds = {"agent": model.imported_agents, "class": model.imported_classes, "helper": model.imported_helpers}
+        if verdict.rollout is None:
+            model.imported_problems[local] = (
+                f"it uses `{local}` from `{verdict.module}`, which cannot be migrated: {verdict.problem}")
+            kinds.get(verdict.kind, {})[local] = ""  # still a runner for finding drivers: they get that TODO
+        elif verdict.kind in kinds:
+            kinds[verdict.kind][local] = verdict.rollout
+    return names
+
+
 def _import_beside(module: cst.Module, local: str, new: str) -> cst.Module:
     """Add ``new`` to the ``from … import`` statement that binds ``local`` (same module, relative dots kept)."""
     body = list(module.body)
@@ -1748,10 +1751,7 @@ def offers_of(tree: cst.Module, fw: Framework, module_name: str, names: Sequence
     model = module_model(tree, fw, counts, fw.ctx.filename, {n: ["other modules"] for n in names})
     repo = getattr(fw.ctx, "repo", None)
     if repo is not None:  # what this exporter itself imports from files analysed before it
-        for local, verdict in repo.imported(fw.ctx.filename).items():
-            if verdict.rule == fw.code and verdict.rollout:
-                {"agent": model.imported_agents, "class": model.imported_classes,
-                 "helper": model.imported_helpers}[verdict.kind][local] = verdict.rollout
+        _apply_imported(model, fw, repo)
     find_drivers(model, fw)
     out = {}
     for name in names:

@@ -75,8 +75,26 @@ class ModuleModel:
     imported_problems: dict[str, str] = field(default_factory=dict)  # local name → why nothing is offered
 
     def users(self, name: str, skip: Sequence[int] = ()) -> list[int]:
-        """Top-level statements (indices) that reference ``name``, except those in ``skip``."""
-        return [i for i, c in enumerate(self.counts) if i not in skip and name in c]
+        """Top-level statements (indices) that reference the module-level ``name``, except those in ``skip`` — a
+        function or class whose every mention of ``name`` is its own local (a parameter ``agent: Agent``, a local
+        ``agent = …`` in ``run()``) does not use the module's."""
+        return [i for i, c in enumerate(self.counts)
+                if i not in skip and name in c and self._uses_global(i, name)]
+
+    def _uses_global(self, i: int, name: str) -> bool:
+        stmt = self.body[i]
+        if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            return True
+        cache = self.__dict__.setdefault("_global_use", {})
+        key = (i, name)
+        if key not in cache:
+            functions = [stmt] if isinstance(stmt, cst.FunctionDef) else [
+                m for m in _block(stmt.body) if isinstance(m, cst.FunctionDef)]
+            mentions_outside = isinstance(stmt, cst.ClassDef) and any(
+                name in {n.value for n in names_in(m)} for m in _block(stmt.body) if not isinstance(m, cst.FunctionDef))
+            cache[key] = mentions_outside or any(
+                name in {n.value for n in names_in(f)} and not _binds_locally(f, name) for f in functions)
+        return cache[key]
 
     def value_of(self, name: str) -> Optional[cst.BaseExpression]:
         """The value of a module-level ``name = value`` bound exactly once, else None."""
@@ -331,9 +349,12 @@ def find_drivers(model: ModuleModel, fw: "Framework") -> list[Driver]:
     helpers: set[str] = set()
     for name in reach - classes - set(model.imported_helpers):
         users = model.users(name, skip=[model.functions[name]])
-        by_reach = [j for j in users if isinstance(body[j], cst.FunctionDef) and body[j].name.value in reach]
+        # used by a function that runs agents, by an agent (a tool, a guardrail) or by a class (a workflow a
+        # previous run wrote calls it): a helper, migrated with its users
+        by_code = [j for j in users if isinstance(body[j], cst.ClassDef) or (
+            isinstance(body[j], cst.FunctionDef) and body[j].name.value in reach)]
         by_agent = [j for j in users if j in model.agents.values()]
-        if name in runners and (by_reach or by_agent or fw.is_tool_decorator(body[model.functions[name]])):
+        if name in runners and (by_code or by_agent or fw.is_tool_decorator(body[model.functions[name]])):
             helpers.add(name)
     helpers |= set(model.imported_helpers)
     model.helpers = helpers
@@ -366,6 +387,40 @@ def find_drivers(model: ModuleModel, fw: "Framework") -> list[Driver]:
         ]
         out.append(Driver("script", _stem(model.filename) or "script", indices, [body[j] for j in indices]))
     return out
+
+
+def _binds_locally(func: cst.FunctionDef, name: str) -> bool:
+    """``name`` is local to ``func`` (a parameter, or assigned in its body without ``global``): its mentions
+    there are not the module's ``name``."""
+    params = {p.name.value for p in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params)}
+    for star in (func.params.star_arg, func.params.star_kwarg):
+        if isinstance(star, cst.Param):
+            params.add(star.name.value)
+    if name in params:
+        return True
+    found = {"assigned": False, "global": False}
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return n is func
+
+        def visit_ClassDef(self, n: cst.ClassDef) -> bool:
+            return False
+
+        def visit_Global(self, n: cst.Global) -> None:
+            if any(x.name.value == name for x in n.names):
+                found["global"] = True
+
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+            if any(t.value == name for t in _target_names(n.target)):
+                found["assigned"] = True
+
+        def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
+            if isinstance(n.target, cst.Name) and n.target.value == name and n.value is not None:
+                found["assigned"] = True
+
+    func.visit(V())
+    return found["assigned"] and not found["global"]
 
 
 def _runs_indirectly(func: cst.FunctionDef, helpers: set[str], classes: set[str]) -> bool:
