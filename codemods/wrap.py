@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 
 import libcst as cst
 
-from codemods.analysis.body import RunShape, RunSite, code
+from codemods.analysis.body import NameReferences, RunShape, RunSite, code
 from codemods.analysis.program import (
     CtorPlan,
     Driver,
@@ -673,7 +673,7 @@ def _is_pure(expr: cst.BaseExpression) -> bool:
 # ------------------------------------------------------------------------------------------------ the module
 
 
-class _NameRefs(cst.CSTVisitor):
+class _NameRefs(NameReferences):
     """Names used as references (not keyword-argument names, not attribute names after a dot)."""
 
     def __init__(self) -> None:
@@ -681,14 +681,6 @@ class _NameRefs(cst.CSTVisitor):
 
     def visit_Name(self, n: cst.Name) -> None:
         self.counts[n.value] = self.counts.get(n.value, 0) + 1
-
-    def visit_Attribute(self, n: cst.Attribute) -> bool:
-        n.value.visit(self)
-        return False
-
-    def visit_Arg(self, n: cst.Arg) -> bool:
-        n.value.visit(self)
-        return False
 
     def visit_SimpleString(self, n: cst.SimpleString) -> None:
         val = n.value.strip("\"'rbuRBU")
@@ -937,20 +929,10 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
         assert isinstance(func, cst.FunctionDef)
         new_body = _emit_body(fw, fplan, _suite(func.body), drop_returns=False)
         block = func.body.with_changes(body=new_body, footer=[*plan_tail(fplan), *func.body.footer])
-        users = model.users(name, skip=[idx])
-        if all(j in inplace_idx for j in users) and not model.external.get(name) and not func.decorators:
-            replacements[idx] = [func.with_changes(body=block)]
-            ctx.edit(code_ + "03", func, f"factory `{name}` now builds {fw.osmosis_agent[1]} (only workflows call it)")
-        else:
-            new_name = _unique(f"{name}_for_rollout", top_names)
-            top_names.add(new_name)
-            copy = _strip_comments(func.with_changes(name=cst.Name(new_name), body=block, decorators=[],
-                                                     leading_lines=[cst.EmptyLine(), cst.EmptyLine()]))
-            replacements[idx] = [func, copy]
-            for p in users_plans:
-                p.factories[name] = new_name
-            ctx.edit(code_ + "03", func, f"factory `{name}` kept for its other callers; `{new_name}` builds "
-                     f"{fw.osmosis_agent[1]} for the workflows")
+        in_place = not func.decorators and all(j in inplace_idx for j in model.users(name, skip=[idx])) \
+            and not model.external.get(name)
+        _place_rollout_version(fw, ctx, replacements, top_names, users_plans, func, idx, name, block, in_place,
+                               kind="factory")
 
     # helpers (functions that run agents for a driver: tools, guardrails, sub-steps): converted in place when only
     # migrated code uses them, else a rollout version beside them; module-level agents only they use move in
@@ -979,20 +961,8 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
         docstring = inner[:1] if inner and _is_docstring(inner[0]) else []
         inner = [*docstring, *dep_stmts, *inner[len(docstring):]]
         block = func.body.with_changes(body=inner, footer=[*plan_tail(hplan), *func.body.footer])
-        if in_place:
-            replacements[idx] = [func.with_changes(body=block)]
-            ctx.edit(code_ + "03", func, f"`{name}` now runs {fw.osmosis_agent[1]} (only migrated code uses it)")
-        else:
-            new_name = _unique(f"{name}_for_rollout", top_names)
-            top_names.add(new_name)
-            copy = _strip_comments(func.with_changes(name=cst.Name(new_name), body=block,
-                                                     decorators=_tool_named(fw, func, name),
-                                                     leading_lines=[cst.EmptyLine(), cst.EmptyLine()]))
-            replacements[idx] = [func, copy]
-            for p in users_plans:
-                p.renames[name] = new_name
-            ctx.edit(code_ + "03", func, f"`{name}` kept for its other users; `{new_name}` runs "
-                     f"{fw.osmosis_agent[1]} for the workflows")
+        _place_rollout_version(fw, ctx, replacements, top_names, users_plans, func, idx, name, block, in_place,
+                               kind="helper")
 
     # classes whose methods run agents: converted in place when only migrated code uses them, else a rollout copy
     class_users: dict[str, list[Plan]] = {}
@@ -1242,6 +1212,30 @@ def _module_agent_deps(model: "ModuleModel", names: set[str]) -> set[str]:
             out.add(n)
             todo.extend(x for x in model.counts[model.agents[n]] if x in model.agents and x != n)
     return out
+
+
+def _place_rollout_version(fw: Framework, ctx: RuleContext, replacements: dict, top_names: set[str],
+                           users_plans: list[Plan], func: cst.FunctionDef, idx: int, name: str,
+                           block: cst.BaseSuite, in_place: bool, kind: str) -> None:
+    """A factory or helper whose converted body is ``block``: in place when only migrated code uses it, else a
+    comment-free rollout copy ``<name>_for_rollout`` beside it (a tool copy keeps the tool's name) that the
+    workflows call instead."""
+    code_ = fw.code[:3]
+    if in_place:
+        replacements[idx] = [func.with_changes(body=block)]
+        ctx.edit(code_ + "03", func, f"{'factory ' if kind == 'factory' else ''}`{name}` now "
+                 f"{'builds' if kind == 'factory' else 'runs'} {fw.osmosis_agent[1]} (only migrated code uses it)")
+        return
+    new_name = _unique(f"{name}_for_rollout", top_names)
+    top_names.add(new_name)
+    decorators = [] if kind == "factory" else _tool_named(fw, func, name)
+    copy = _strip_comments(func.with_changes(name=cst.Name(new_name), body=block, decorators=decorators,
+                                             leading_lines=[cst.EmptyLine(), cst.EmptyLine()]))
+    replacements[idx] = [func, copy]
+    for p in users_plans:
+        (p.factories if kind == "factory" else p.renames)[name] = new_name
+    ctx.edit(code_ + "03", func, f"`{name}` kept for its other users; `{new_name}` "
+             f"{'builds' if kind == 'factory' else 'runs'} {fw.osmosis_agent[1]} for the workflows")
 
 
 def _has_workflow_beside(model: "ModuleModel", d: Driver, table: ImportTable) -> bool:
@@ -1554,6 +1548,20 @@ def _module_todos(module: cst.Module, fw: Framework, created: list[tuple[str, cs
         fw.ctx.todo(c, origin, reason)
     body[first] = stmt
     return module.with_changes(body=body)
+
+
+def migrate_plain(module: cst.Module, ctx: RuleContext, rule_code: str, framework, fallback) -> cst.Module:
+    """A plain-framework rule's ``transform``: the module's framework (``framework(table, ctx)``, None when the
+    module does not import it) — or ``fallback`` when the module only imports what another file of the run offers
+    for this rule — then :func:`migrate_module`."""
+    table = ImportTable.of(module)
+    fw = framework(table, ctx)
+    if fw is None:
+        repo = getattr(ctx, "repo", None)
+        if repo is None or not any(v.rule == rule_code for v in repo.imported(ctx.filename).values()):
+            return module
+        fw = fallback(table, ctx)
+    return migrate_module(module, fw)
 
 
 def fw_finish(module: cst.Module, fw: Framework) -> cst.Module:

@@ -471,19 +471,23 @@ def body_facts(stmts: Sequence[cst.CSTNode], dialect: Dialect, agents: set[str],
 # ------------------------------------------------------------------------------------------------ expressions
 
 
+class NameReferences(cst.CSTVisitor):
+    """Visits the names used as references: not attribute names after a dot, not keyword names."""
+
+    def visit_Attribute(self, n: cst.Attribute) -> bool:
+        n.value.visit(self)
+        return False
+
+    def visit_Arg(self, n: cst.Arg) -> bool:
+        n.value.visit(self)
+        return False
+
+
 def names_in(node: cst.CSTNode) -> list[cst.Name]:
     """Name references under ``node`` (not attribute names after a dot, not keyword names)."""
     out: list[cst.Name] = []
 
-    class V(cst.CSTVisitor):
-        def visit_Attribute(self, n: cst.Attribute) -> bool:
-            n.value.visit(self)
-            return False
-
-        def visit_Arg(self, n: cst.Arg) -> bool:
-            n.value.visit(self)
-            return False
-
+    class V(NameReferences):
         def visit_Name(self, n: cst.Name) -> None:
             out.append(n)
 

@@ -1408,14 +1408,7 @@ def plan_driver(model: ModuleModel, fw: "Framework", driver: Driver, target: str
 # ----------------------------------------------------------------------------------------------- helpers
 
 
-def _simple_assign_target(stmt: cst.CSTNode) -> Optional[str]:
-    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
-        small = stmt.body[0]
-        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
-            return small.targets[0].target.value
-        if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value is not None:
-            return small.target.value
-    return None
+_simple_assign_target = assigned_name  # ``X`` of a statement line ``X = value``
 
 
 def _calls_only(stmt: cst.CSTNode, name: str) -> bool:

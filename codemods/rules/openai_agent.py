@@ -32,7 +32,7 @@ import libcst as cst
 from codemods.analysis.body import RunShape, RunSite, code
 from codemods.analysis.program import CtorPlan, RunPlan, SessionPlan
 from codemods.base import ImportTable, Rule, RuleContext
-from codemods.wrap import CTX_PROMPT, Framework, kwarg, migrate_module, with_kwarg, without_kwarg
+from codemods.wrap import CTX_PROMPT, Framework, kwarg, migrate_plain, with_kwarg, without_kwarg
 
 if TYPE_CHECKING:
     from codemods.analysis.program import _Planner
@@ -425,11 +425,4 @@ class OpenAIAgentRule(Rule):
         return OpenAIFramework(table, ctx)
 
     def transform(self, module: cst.Module, ctx: RuleContext) -> cst.Module:
-        fw = self.framework(ImportTable.of(module), ctx)
-        if fw is None:
-            repo = getattr(ctx, "repo", None)
-            if repo is not None and any(v.rule == self.code for v in repo.imported(ctx.filename).values()):
-                fw = OpenAIFramework(ImportTable.of(module), ctx)  # imports only what other files offer
-            else:
-                return module
-        return migrate_module(module, fw)
+        return migrate_plain(module, ctx, self.code, self.framework, OpenAIFramework)

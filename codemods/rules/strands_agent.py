@@ -34,7 +34,7 @@ import libcst as cst
 from codemods.analysis.body import RunShape, RunSite, code, is_string
 from codemods.analysis.program import CtorPlan, RunPlan
 from codemods.base import ImportTable, Rule, RuleContext
-from codemods.wrap import Framework, kwarg, migrate_module, prompt_text_expr, without_kwarg
+from codemods.wrap import Framework, kwarg, migrate_plain, prompt_text_expr, without_kwarg
 
 if TYPE_CHECKING:
     from codemods.analysis.program import _Planner
@@ -397,11 +397,4 @@ class StrandsAgentRule(Rule):
         return StrandsFramework(table, ctx)
 
     def transform(self, module: cst.Module, ctx: RuleContext) -> cst.Module:
-        fw = self.framework(ImportTable.of(module), ctx)
-        if fw is None:
-            repo = getattr(ctx, "repo", None)
-            if repo is not None and any(v.rule == self.code for v in repo.imported(ctx.filename).values()):
-                fw = StrandsFramework(ImportTable.of(module), ctx)  # imports only what other files offer
-            else:
-                return module
-        return migrate_module(module, fw)
+        return migrate_plain(module, ctx, self.code, self.framework, StrandsFramework)
