@@ -68,6 +68,8 @@ class RedisServer:
                     conn.sendall(b"SHUTDOWN SAVE\r\n")
             except OSError:
                 pass
+        else:
+            self.proc.terminate()
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
