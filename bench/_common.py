@@ -93,3 +93,20 @@ def child_import_cost(statement: str, runs: int = 5) -> tuple[float, float]:
 
 def self_peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+async def drive_polling(controller, url: str, n: int, concurrency: int, tag: str, prompt: list, label: str) -> float:
+    """Run ``n`` rollouts through a fake 0.3.8 controller, ``concurrency`` at a time; each must succeed with reward
+    1.0. Returns the wall seconds."""
+    import asyncio
+
+    semaphore = asyncio.Semaphore(concurrency)
+
+    async def one(i: int) -> None:
+        async with semaphore:
+            record = await controller.run_rollout(url, rollout_id=f"{tag}-{i}", initial_messages=prompt, label=label, timeout=120)
+        assert record.status == "success" and record.reward == 1.0, record.result
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one(i) for i in range(n)))
+    return time.perf_counter() - started

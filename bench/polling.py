@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import ENV, ROOT, cpu_seconds, free_port, median, start_server, stop
+from _common import ENV, ROOT, cpu_seconds, drive_polling, free_port, median, start_server, stop
 
 sys.path.insert(0, str(ROOT))
 
@@ -82,27 +82,14 @@ class Server:
         self.home.cleanup()
 
 
-async def run_many(controller, url: str, n: int, concurrency: int, tag: str) -> float:
-    semaphore = asyncio.Semaphore(concurrency)
-
-    async def one(i: int) -> None:
-        async with semaphore:
-            record = await controller.run_rollout(url, rollout_id=f"{tag}-{i}", initial_messages=PROMPT, label="42", timeout=120)
-        assert record.status == "success" and record.reward == 1.0, record.result
-
-    started = time.perf_counter()
-    await asyncio.gather(*(one(i) for i in range(n)))
-    return time.perf_counter() - started
-
-
 async def measure_example(controller, name: str, upstream: bool, n: int) -> dict[str, float]:
     server = Server(EXAMPLES[name], upstream)
     try:
-        await run_many(controller, server.url, 6, 3, f"warm-{name}-{upstream}")
+        await drive_polling(controller, server.url, 6, 3, f"warm-{name}-{upstream}", PROMPT, "42")
         out = {}
         for concurrency in (1, 20):
             cpu0 = cpu_seconds(server.proc.pid)
-            wall = await run_many(controller, server.url, n, concurrency, f"{name}-{upstream}-{concurrency}")
+            wall = await drive_polling(controller, server.url, n, concurrency, f"{name}-{upstream}-{concurrency}", PROMPT, "42")
             out[f"rate{concurrency}"] = n / wall
             out[f"cpu{concurrency}"] = (cpu_seconds(server.proc.pid) - cpu0) / n * 1000
         return out
@@ -201,12 +188,12 @@ async def workload_c(n: int, rounds: int) -> bool:
                 return time.perf_counter() - started
 
             await legacy_round("warm-l", 10, 5)
-            await run_many(polling, server.url, 10, 5, "warm-p")
+            await drive_polling(polling, server.url, 10, 5, "warm-p", PROMPT, "42")
             for r in range(rounds):
                 for concurrency in (1, 20):
                     rates.setdefault(("legacy", concurrency), []).append(n / await legacy_round(f"l{r}-{concurrency}", n, concurrency))
                     rates.setdefault(("polling", concurrency), []).append(
-                        n / await run_many(polling, server.url, n, concurrency, f"p{r}-{concurrency}")
+                        n / await drive_polling(polling, server.url, n, concurrency, f"p{r}-{concurrency}", PROMPT, "42")
                     )
         await polling.aclose()
     finally:

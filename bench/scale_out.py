@@ -27,7 +27,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import ENV, ROOT, free_port, median
+from _common import ENV, ROOT, drive_polling, free_port, median
 
 sys.path.insert(0, str(ROOT))
 
@@ -116,19 +116,6 @@ class Served:
             self.proc.kill()
 
 
-async def drive(controller, url: str, n: int, concurrency: int, tag: str) -> float:
-    semaphore = asyncio.Semaphore(concurrency)
-
-    async def one(i: int) -> None:
-        async with semaphore:
-            record = await controller.run_rollout(url, rollout_id=f"{tag}-{i}", initial_messages=PROMPT, label="42", timeout=120)
-        assert record.status == "success" and record.reward == 1.0, record.result
-
-    started = time.perf_counter()
-    await asyncio.gather(*(one(i) for i in range(n)))
-    return time.perf_counter() - started
-
-
 async def main_async(args: argparse.Namespace) -> None:
     from osmosis_compat.testing import FakePollingController, ScriptedPolicy
     from tests.redis_server import RedisServer
@@ -144,8 +131,8 @@ async def main_async(args: argparse.Namespace) -> None:
                 for label, (workers, store) in configs.items():
                     served = Served(workers, store, args.tool_ms)
                     try:
-                        await drive(controller, served.url, 10, 5, f"warm{r}-{workers}-{bool(store)}")
-                        wall = await drive(controller, served.url, args.rollouts, 20, f"m{r}-{workers}-{bool(store)}")
+                        await drive_polling(controller, served.url, 10, 5, f"warm{r}-{workers}-{bool(store)}", PROMPT, "42")
+                        wall = await drive_polling(controller, served.url, args.rollouts, 20, f"m{r}-{workers}-{bool(store)}", PROMPT, "42")
                         rates.setdefault(label, []).append(args.rollouts / wall)
                     finally:
                         served.close()
@@ -165,10 +152,10 @@ async def main_async(args: argparse.Namespace) -> None:
                 for label, store in (("memory", None), ("redis", redis.url)):
                     served = Served(1, store, 0.0)
                     try:
-                        await drive(controller, served.url, 10, 1, f"cw{r}-{label}")
+                        await drive_polling(controller, served.url, 10, 1, f"cw{r}-{label}", PROMPT, "42")
                         cpu0 = tree_cpu_seconds(served.proc.pid)
                         rcpu0, rcmd0 = redis_cpu_and_commands(redis.port)
-                        wall = await drive(controller, served.url, n, 1, f"c{r}-{label}")
+                        wall = await drive_polling(controller, served.url, n, 1, f"c{r}-{label}", PROMPT, "42")
                         cpu = (tree_cpu_seconds(served.proc.pid) - cpu0) / n * 1000
                         rcpu1, rcmd1 = redis_cpu_and_commands(redis.port)
                         costs.setdefault(label, []).append(cpu)

@@ -29,9 +29,22 @@ from osmosis_compat.workflow.types.sample import (
 
 from .polling import StatusSetter
 
-__all__ = ["LoopExecutor", "WorkflowExecutor", "execute_backend"]
+__all__ = ["LoopExecutor", "WorkflowExecutor", "execute_backend", "execution_request"]
 
 logger = logging.getLogger("osmosis_ai.rollout.server.app")
+
+
+def execution_request(request: RolloutInitRequest) -> ExecutionRequest:
+    """What a backend runs for ``request`` (either ``/rollout`` protocol)."""
+    return ExecutionRequest(
+        id=request.rollout_id,
+        prompt=request.initial_messages,
+        label=request.label,
+        metadata=request.metadata,
+        agent_timeout_sec=request.agent_timeout_sec,
+        grader_timeout_sec=request.grader_timeout_sec,
+        grade=request.grade,
+    )
 
 
 class _Progress:
@@ -98,15 +111,7 @@ class WorkflowExecutor:
             routing_headers=False,
         )
         # The backend deducts its own queueing from the agent budget; a workflow server's engine has no slots.
-        execution = ExecutionRequest(
-            id=request.rollout_id,
-            prompt=request.initial_messages,
-            label=request.label,
-            metadata=request.metadata,
-            agent_timeout_sec=request.agent_timeout_sec,
-            grader_timeout_sec=request.grader_timeout_sec,
-            grade=request.grade,
-        )
+        execution = execution_request(request)
         try:
             with rollout_ctx:
                 outcome = await execute_backend(self.backend, execution)

@@ -40,7 +40,7 @@ from osmosis_compat.runtime.jsonwire import NotJSONError
 from osmosis_compat.runtime.store import RolloutStore, StoreUnavailableError
 from osmosis_compat.runtime.wirecheck import HostAllowList, resolve_controller_hosts
 from osmosis_compat.server.errors import install_error_handlers
-from osmosis_compat.server.executors import WorkflowExecutor
+from osmosis_compat.server.executors import WorkflowExecutor, execution_request
 from osmosis_compat.server.security import callback_auth_notice, controller_url_rejection, route_path
 from osmosis_compat.server.polling import (
     DEFAULT_POLLING_LEASE_TIMEOUT_SEC,
@@ -62,7 +62,6 @@ from osmosis_compat.workflow.types.protocol import (
     RolloutInitResponse,
 )
 from osmosis_compat.workflow.types.sample import (
-    ExecutionRequest,
     ExecutionResult,
     RolloutErrorCategory,
     RolloutStatus,
@@ -139,14 +138,7 @@ class _WorkflowRollouts:
         ledger = CallbackLedger(request.rollout_id)
         admission.context["ledger"] = ledger
         try:
-            execution = ExecutionRequest(
-                id=request.rollout_id,
-                prompt=request.initial_messages,
-                label=request.label,
-                metadata=request.metadata,
-                agent_timeout_sec=request.agent_timeout_sec,
-                grader_timeout_sec=request.grader_timeout_sec,
-            )
+            execution = execution_request(request)
             rollout_ctx = RolloutContext(
                 chat_completions_url=request.chat_completions_url,
                 api_key=request.model_api_key,

@@ -80,6 +80,19 @@ def json_response(status: int, body: Any) -> Response:
     return Response(status_code=status) if body is None else JSONResponse(body, status_code=status)
 
 
+def chat_response(status: int, reply: Any, request_body: Any) -> Response:
+    """The answer to a chat call: SSE chunks when the call streams and succeeded (a JSON reply to a streaming
+    request fails silently in both frameworks, spec/frameworks.md P6; a usage chunk iff
+    ``stream_options.include_usage``), else JSON."""
+    if status == 200 and isinstance(request_body, dict) and request_body.get("stream"):
+        from osmosis_compat.runtime.sse import completion_to_chunks, encode_sse
+
+        include_usage = bool((request_body.get("stream_options") or {}).get("include_usage"))
+        sse = encode_sse(completion_to_chunks(reply, include_usage=include_usage))
+        return Response(sse, media_type="text/event-stream", headers={"cache-control": "no-cache"})
+    return json_response(status, reply)
+
+
 async def answer_chat(
     policy: ChatPolicy, body: dict[str, Any], tools: Any, *, default_model: str, script: StatusScript
 ) -> tuple[int, Any]:

@@ -27,8 +27,7 @@ from urllib.parse import quote
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
-from osmosis_compat.runtime.sse import completion_to_chunks, encode_sse
-from osmosis_compat.testing._http import answer_chat, bearer_matches, json_or_text, json_response, read_request, validation_error
+from osmosis_compat.testing._http import answer_chat, bearer_matches, chat_response, json_or_text, read_request, validation_error
 from osmosis_compat.testing.policy import ChatPolicy, ScriptedPolicy
 from osmosis_compat.testing.recording import RecordedRequest, RecordLog, RolloutTimeout, StatusScript, StatusScriptSlot, UnexpectedStatus
 from osmosis_compat.testing.serving import ServedFake
@@ -351,11 +350,7 @@ class FakePollingController(ServedFake):
                     method="POST", path=request.url.path, headers=headers, body=body, status_code=status, rollout_id=rollout_id
                 )
             )
-            if status == 200 and body.get("stream"):
-                include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-                sse = encode_sse(completion_to_chunks(reply, include_usage=include_usage))
-                return Response(sse, media_type="text/event-stream", headers={"cache-control": "no-cache"})
-            return json_response(status, reply)
+            return chat_response(status, reply, body)
 
         app.add_api_route("/v1/rollouts/{rollout_id}/chat/completions", chat, methods=["POST"])
 

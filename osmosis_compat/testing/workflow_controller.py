@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from osmosis_compat.runtime.sse import completion_to_chunks, encode_sse
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
@@ -23,6 +22,7 @@ from osmosis_compat.testing._http import (
     callback_reply,
     driver_ssl_context,
     json_or_text,
+    chat_response,
     json_response,
     read_request,
     validation_error,
@@ -317,12 +317,7 @@ class FakeWorkflowController(ServedFake):
                     sample_id=headers.get("x-sample-id"),
                 )
             )
-            if status == 200 and body.get("stream"):
-                # A JSON reply to a streaming request fails silently in both frameworks (P6).
-                include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-                sse = encode_sse(completion_to_chunks(reply, include_usage=include_usage))
-                return Response(sse, media_type="text/event-stream", headers={"cache-control": "no-cache"})
-            return json_response(status, reply)
+            return chat_response(status, reply, body)
 
         app.add_api_route("/chat/completions", chat, methods=["POST"])
         app.add_api_route("/v1/chat/completions", chat, methods=["POST"])
