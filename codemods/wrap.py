@@ -840,7 +840,8 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
     counts = ctx.top_level_name_counts(module) or [name_counts(stmt) for stmt in body]
     repo = getattr(ctx, "repo", None)
     external = repo.external_uses(ctx.filename) if repo is not None else {}
-    model = module_model(module, fw, counts, ctx.filename, external)
+    model = module_model(module, fw, counts, ctx.filename, external,
+                         tree=ctx.tree if module is ctx.origin else None)
     code_ = fw.code[:3]
     heads = fw.ctor_heads()
     offered: dict = {}

@@ -67,6 +67,7 @@ class ModuleModel:
     runners: set[str] = field(default_factory=set)  # functions with a run site of their own
     helpers: set[str] = field(default_factory=set)  # runners used by other runners or by agents (tools, guardrails)
     runner_classes: set[str] = field(default_factory=set)  # classes whose methods run agents
+    ast_defs: dict[str, object] = field(default_factory=dict)  # top-level def/class name → its CPython ast node
     facts_cache: dict[int, "BodyFacts"] = field(default_factory=dict)  # id(function) → facts of its body
     # names imported from other files of the run, with what those files offer (codemods.analysis.repo)
     imported_agents: dict[str, str] = field(default_factory=dict)  # local agent name → its rollout factory
@@ -87,6 +88,9 @@ class ModuleModel:
             return True
         cache = self.__dict__.setdefault("_global_use", {})
         key = (i, name)
+        tree = self.ast_defs.get(stmt.name.value) if self.ast_defs else None
+        if key not in cache and tree is not None:  # CPython's ast of the input: ten times cheaper than libcst
+            cache[key] = _ast_uses_global(tree, name)
         if key not in cache:
             functions = [stmt] if isinstance(stmt, cst.FunctionDef) else [
                 m for m in _block(stmt.body) if isinstance(m, cst.FunctionDef)]
@@ -172,11 +176,18 @@ def _target_names(t: cst.BaseExpression) -> list[cst.Name]:
 
 
 def module_model(module: cst.Module, fw: "Framework", counts: list[dict[str, int]], filename: str,
-                 external: Optional[dict[str, list[str]]] = None) -> ModuleModel:
-    """Index the top level of ``module`` (``counts``: names referenced per top-level statement)."""
+                 external: Optional[dict[str, list[str]]] = None, tree=None) -> ModuleModel:
+    """Index the top level of ``module`` (``counts``: names referenced per top-level statement; ``tree``: the
+    CPython ast of the same code, when the caller has it)."""
     body = list(module.body)
     model = ModuleModel(module=module, body=body, counts=counts, table=fw.table, filename=filename,
                         external=dict(external or {}))
+    if tree is not None:
+        import ast as _ast
+
+        defs = [n for n in tree.body if isinstance(n, (_ast.FunctionDef, _ast.AsyncFunctionDef, _ast.ClassDef))]
+        names = [n.name for n in defs]
+        model.ast_defs = {n.name: n for n in defs if names.count(n.name) == 1}
     for i, stmt in enumerate(body):
         for name in _bound_names(stmt):
             model.bindings[name] = model.bindings.get(name, 0) + 1
@@ -387,6 +398,40 @@ def find_drivers(model: ModuleModel, fw: "Framework") -> list[Driver]:
         ]
         out.append(Driver("script", _stem(model.filename) or "script", indices, [body[j] for j in indices]))
     return out
+
+
+def _ast_uses_global(node, name: str) -> bool:
+    """The same question as ``ModuleModel._uses_global`` on CPython's ast of a top-level def or class."""
+    import ast as _ast
+
+    def function_uses(f) -> bool:
+        args = f.args
+        params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+        params |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+        loads = stores = declared = False
+        for n in _ast.walk(f):
+            if isinstance(n, _ast.Name) and n.id == name:
+                if isinstance(n.ctx, _ast.Store):
+                    stores = True
+                else:
+                    loads = True
+            elif isinstance(n, (_ast.Global, _ast.Nonlocal)) and name in n.names:
+                declared = True
+        if not loads and not any(isinstance(d, _ast.Name) and d.id == name for d in _ast.walk(f)):
+            return False
+        if name in params:
+            return False
+        return loads and (declared or not stores)
+
+    if isinstance(node, _ast.ClassDef):
+        for item in node.body:
+            if isinstance(item, (_ast.FunctionDef, _ast.AsyncFunctionDef)):
+                if function_uses(item):
+                    return True
+            elif any(isinstance(n, _ast.Name) and n.id == name for n in _ast.walk(item)):
+                return True
+        return any(any(isinstance(n, _ast.Name) and n.id == name for n in _ast.walk(b)) for b in node.bases)
+    return function_uses(node)
 
 
 def _binds_locally(func: cst.FunctionDef, name: str) -> bool:
