@@ -845,9 +845,11 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
     code_ = fw.code[:3]
     heads = fw.ctor_heads()
     offered: dict = {}
+    refused: dict[str, str] = {}  # names other files use whose rollout version cannot be written: why
     if repo is not None:
         fw.imported_names |= _apply_imported(model, fw, repo)
         offered = {n: v for n, v in repo.offered(ctx.filename).items() if v.rule == fw.code and v.rollout}
+        refused = {n: v.problem for n, v in repo.offered(ctx.filename).items() if v.rule == fw.code and not v.rollout}
     run_heads = fw.run_heads()
     if not any((heads | run_heads) & c.keys() for c in counts) and not model.agents and not fw.imported_names:
         return module
@@ -1153,6 +1155,7 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
         if name in offered or (isinstance(stmt, (cst.ClassDef, cst.FunctionDef)) and stmt.name.value in offered):
             continue  # other files' workflows use its rollout version, written beside it
         marker = _LeftoverMarker(fw, model, plans, name)
+        marker.refused = refused
         marked = stmt.visit(marker)
         if marker.marked:
             replacements[i] = [marked]
@@ -1416,6 +1419,7 @@ class _LeftoverMarker(cst.CSTTransformer):
         self.plans = plans
         self.var = var
         self.stack: list[bool] = []
+        self.refused: dict[str, str] = {}
         self.scopes: list[str] = []
         self.decorated_tool: list[bool] = []
         self.marked = False
@@ -1462,6 +1466,10 @@ class _LeftoverMarker(cst.CSTTransformer):
             if failed:
                 return f"{label}: it is used by {', '.join(f'`{n}`' for n in failed)}, which could not be migrated (see the TODO there){target}"
             ext = model.external.get(var or "", [])
+            refused = self.refused.get(var or "")
+            if ext and refused:
+                return (f"{label}: `{var}` is used by other modules ({', '.join(ext)}), and no rollout version of "
+                        f"it can be written: {refused}")
             if ext:
                 return f"{label}: `{var}` is used by other modules ({', '.join(ext)}), which build or run it outside a rollout{target}"
             if not users:
@@ -1675,6 +1683,7 @@ def _agent_factory(model: "ModuleModel", fw: Framework, name: str, factory: str)
     deps = sorted(_module_agent_deps(model, {name}) - {name}, key=lambda n: model.agents[n])
     stmts = [model.body[model.agents[d]] for d in (*deps, name)]
     plan = _Planner(model, fw, Driver("factory", factory, [model.agents[name]], stmts, None), fw.target).run()
+    fw.__dict__.setdefault("factory_problems", {})[name] = "; ".join(plan.problems)
     if plan.problems:
         return None
     converted = [_strip_comments(_emit_stmt(fw, plan, s).with_changes(leading_lines=[])) for s in stmts]
@@ -1769,9 +1778,9 @@ def offers_of(tree: cst.Module, fw: Framework, module_name: str, names: Sequence
         if name in model.agents and name not in model.groups:
             factory = f"{name}_for_rollout"
             fn = _agent_factory(model, fw, name, factory)
+            why = fw.__dict__.get("factory_problems", {}).get(name) or "it cannot be built on the rollout model"
             out[name] = Verdict("agent", module_name, name, factory if fn is not None else None,
-                                "" if fn is not None else f"the agent `{name}` cannot be built on the rollout model",
-                                rule=fw.code)
+                                "" if fn is not None else why, rule=fw.code)
         elif name in model.runner_classes and name in model.classes:
             stub = _Planner(model, fw, Driver("function", "__offer__", [], [], None), fw.target)
             stub.p = Plan(driver=stub.d, facts=body_facts_empty())
