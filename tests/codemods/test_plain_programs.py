@@ -351,3 +351,12 @@ def test_a_tool_another_module_imports_gets_a_rollout_copy_with_the_same_tool_na
     assert "OsmosisStrandsAgent(model=OsmosisRolloutModel(params={\"temperature\": 0.2})" in specialists
     assert "tools=[math_assistant_for_rollout]" in files["orchestrator.py"]
     assert "from .specialists import math_assistant\n" in files["web.py"]
+
+
+def test_what_only_the_openai_platform_does_is_refused_with_the_reason():
+    res = result("openai_agent/responses_only.py")
+    assert "class " not in res.new_text.split('"""', 2)[2]  # no workflow written
+    reasons = {t.reason.split("`", 2)[1]: t.reason for t in res.todos if t.code == "OM290"}
+    assert "`WebSearchTool()`" in reasons["search"]
+    assert "`previous_response_id=`" in reasons["follow_up"]
+    assert "stored prompt" in reasons["stored_prompt"]
