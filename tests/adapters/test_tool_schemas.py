@@ -153,12 +153,12 @@ def test_find_tools_in_a_workflow_config() -> None:
 
 
 def test_find_module_tools_next_to_a_workflow_class() -> None:
-    import sys
+    from pathlib import Path
 
     from osmosis_compat.adapters import find_module_tools
+    from osmosis_compat.cli.loading import _import_file
 
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[2] / "examples" / "modern"))
-    import strands_calculator
+    strands_calculator = _import_file(str(Path(__file__).resolve().parents[2] / "examples/modern/strands_calculator.py"))
 
     found = find_module_tools(strands_calculator.StrandsCalculatorWorkflow)
     assert [openai_tool_schema(t)["function"]["name"] for t in found] == ["add", "multiply"]
