@@ -287,6 +287,14 @@ def has_todo_comment(stmt: StatementT, code: str) -> bool:
     return any(l.comment is not None and l.comment.value.startswith(prefix) for l in stmt.leading_lines)
 
 
+def without_todo_comments(stmt: StatementT, code: str) -> StatementT:
+    """``stmt`` without the TODO markers of ``code`` above it (a rule that now migrates what it refused before
+    drops its stale marker; a new reason replaces the old one instead of piling up)."""
+    prefix = f"# TODO(osmosis-migrate {code})"
+    kept = [l for l in stmt.leading_lines if not (l.comment is not None and l.comment.value.startswith(prefix))]
+    return stmt if len(kept) == len(stmt.leading_lines) else stmt.with_changes(leading_lines=kept)
+
+
 def has_skip_marker(node: cst.CSTNode) -> bool:
     """Whether a statement/class/def opts out with ``# osmosis-migrate: skip`` (trailing or on the line above)."""
     comments: list[str] = []
@@ -310,6 +318,32 @@ def file_opted_out(text: str) -> bool:
 
 
 # --------------------------------------------------------------------------------------------------- names
+
+_STRANDS_HOME = "osmosis_ai.rollout.integrations.agents.strands"
+
+#: Import paths of ``osmosis_ai`` objects that moved: (old module, name) → the module the same object is imported
+#: from now. ``from osmosis_ai.rollout import OsmosisStrandsAgent`` and the import from ``…agents.strands`` bind the
+#: same class (a re-export 0.3 removed). The imports rule rewrites the old paths (OM401); every other rule must treat
+#: a name bound through either path as bound to that object (:meth:`ImportTable.binds`) — otherwise a rule that runs
+#: before the imports rule sees "something else" where the next run sees the real thing, and the output is no
+#: fixed point.
+MOVED_IMPORTS: dict[tuple[str, str], str] = {
+    **{(old, n): _STRANDS_HOME for old in (
+        "osmosis_ai.rollout", "osmosis_ai.rollout.integrations", "osmosis_ai.rollout.integrations.agents"
+    ) for n in ("OsmosisRolloutModel", "OsmosisStrandsAgent")},
+    **{("osmosis_ai.rollout.test_mode", n): "osmosis_ai.rollout.eval.test_mode" for n in (
+        "ExternalLLMClient", "InteractiveLLMClient", "InteractiveRunner", "InteractiveStep",
+        "LocalTestBatchResult", "LocalTestRunResult", "LocalTestRunner", "ProviderError",
+    )},
+}
+
+
+def current_path(qualified: str) -> str:
+    """Where the object ``qualified`` names is imported from now (``osmosis_ai.rollout.OsmosisStrandsAgent`` →
+    ``osmosis_ai.rollout.integrations.agents.strands.OsmosisStrandsAgent``); other names unchanged."""
+    mod, _, name = qualified.rpartition(".")
+    home = MOVED_IMPORTS.get((mod, name))
+    return qualified if home is None else f"{home}.{name}"
 
 
 def dotted_name(expr: cst.BaseExpression) -> str | None:
@@ -395,6 +429,12 @@ class ImportTable:
                     return target
         return None
 
+    def binds(self, local: str, qualified: str) -> bool:
+        """Whether ``from … import`` binds ``local`` to the object ``qualified`` names — through its current path
+        or one it moved from (:data:`MOVED_IMPORTS`)."""
+        bound = self.names.get(local)
+        return bound is not None and (bound == qualified or current_path(bound) == current_path(qualified))
+
     def local_names_for(self, qualified: str) -> list[str]:
         """Local names bound to ``qualified`` by a ``from … import``."""
         return [local for local, q in self.names.items() if q == qualified]
@@ -431,7 +471,8 @@ ImportSpec = tuple[str, str]  # (module, name): ``from module import name``
 
 
 def add_imports(module: cst.Module, wanted: Sequence[ImportSpec]) -> cst.Module:
-    """``module`` with ``from mod import name`` for every ``wanted`` pair not already bound (added once).
+    """``module`` with ``from mod import name`` for every ``wanted`` pair not already bound (added once; a name
+    imported from a path the object moved from counts as bound: the imports rule moves that import).
 
     Names go into an existing top-level ``from mod import …`` when there is one, else a new statement is placed
     after the last top-level import (or after the docstring / ``__future__`` imports).
@@ -439,7 +480,7 @@ def add_imports(module: cst.Module, wanted: Sequence[ImportSpec]) -> cst.Module:
     table = ImportTable.of(module)
     missing: dict[str, list[str]] = {}
     for mod, name in wanted:
-        if table.names.get(name) == f"{mod}.{name}" or mod in table.stars:
+        if table.binds(name, f"{mod}.{name}") or mod in table.stars:
             continue
         if name not in missing.setdefault(mod, []):
             missing[mod].append(name)

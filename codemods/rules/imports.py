@@ -23,6 +23,7 @@ from typing import Optional
 import libcst as cst
 
 from codemods.base import (
+    MOVED_IMPORTS,
     ImportTable,
     Rule,
     RuleContext,
@@ -34,20 +35,8 @@ from codemods.base import (
     with_todo_comment,
 )
 
-STRANDS = "osmosis_ai.rollout.integrations.agents.strands"
-_STRANDS_NAMES = ("OsmosisRolloutModel", "OsmosisStrandsAgent")
-_EVAL_TEST_MODE = (
-    "ExternalLLMClient", "InteractiveLLMClient", "InteractiveRunner", "InteractiveStep",
-    "LocalTestBatchResult", "LocalTestRunResult", "LocalTestRunner", "ProviderError",
-)
-
-#: (old module, name) → new module
-MOVED: dict[tuple[str, str], str] = {
-    **{(old, n): STRANDS for old in (
-        "osmosis_ai.rollout", "osmosis_ai.rollout.integrations", "osmosis_ai.rollout.integrations.agents"
-    ) for n in _STRANDS_NAMES},
-    **{("osmosis_ai.rollout.test_mode", n): "osmosis_ai.rollout.eval.test_mode" for n in _EVAL_TEST_MODE},
-}
+#: (old module, name) → new module (shared with the other rules, which treat both paths as the same object)
+MOVED: dict[tuple[str, str], str] = MOVED_IMPORTS
 
 #: (module, name) → what to do by hand
 REMOVED: dict[tuple[str, str], str] = {

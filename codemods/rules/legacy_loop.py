@@ -51,8 +51,10 @@ from codemods.base import (
     add_imports,
     dotted_name,
     has_skip_marker,
+    has_todo_comment,
     remove_unused_imports,
     with_todo_comment,
+    without_todo_comments,
 )
 from codemods.rules._legacy_loop_analysis import (
     LOOP_BASES,
@@ -296,7 +298,9 @@ class _Migration:
             if new in self.used_names and new not in self.helpers:
                 return f"the name {new} the rewrite would add is already used"
         for mod, new in REWRITE_IMPORTS:
-            if new in self.index.bound and self.table.names.get(new) not in (f"{mod}.{new}", f"{SERVER_03}.{new}"):
+            # a name imported from a path the object moved from is that object (the imports rule moves the import)
+            if new in self.index.bound and not (self.table.binds(new, f"{mod}.{new}")
+                                                or self.table.binds(new, f"{SERVER_03}.{new}")):
                 return f"`{new}`, a name the rewrite imports, is bound to something else in this module"
         for tool in plan.tools:
             if counts.get(tool.function, 0) < 1:
@@ -470,7 +474,10 @@ class _Migration:
                           "osmosis-migrate --strategy wrap to serve it unchanged through loop_as_workflow — the file "
                           "then needs osmosis-compat installed, not osmosis-ai alone")
             self.ctx.todo("OM390", cls, reason)
+            if has_todo_comment(cls, "OM390") and with_todo_comment(cls, "OM390", reason) is not cls:
+                cls = without_todo_comments(cls, "OM390")  # refused for another reason now: the old one goes
             return [with_todo_comment(cls, "OM390", reason)]
+        cls = without_todo_comments(cls, "OM390")  # a loop refused by an earlier run is migrated now
         if d.kind == "wrap":
             self.needed.append(ADAPTER)
             if name in self.wrap_after:
@@ -504,7 +511,7 @@ class _Migration:
         if wanted:
             stmts[0] = stmts[0].with_changes(leading_lines=[cst.EmptyLine(indent=False)] * 2)
         stmts = [*helper_statements(wanted, self.module), *stmts]
-        stmts[0] = stmts[0].with_changes(leading_lines=cls.leading_lines)
+        stmts[0] = stmts[0].with_changes(leading_lines=cls.leading_lines)  # its comments (stale OM390 gone)
         self.generated.update(id(s) for s in stmts)
         self.moved += [*([plan.reward] if plan.reward is not None else []), *plan.reward_statements,
                        *plan.grader_members, *plan.workflow_members,

@@ -230,3 +230,26 @@ def test_a_reward_that_reads_the_whole_conversation_is_wrapped():
     )
     result = migrate_source(text)
     assert "more of the conversation" in next(t.reason for t in result.todos if t.code == "OM390")
+
+
+def test_a_loop_refused_by_an_earlier_run_and_rewritten_now_loses_its_stale_todo():
+    # the user fixed what stopped the rewrite and ran the tool again: the "not rewritten" marker must not stay
+    # above the rewritten code (before, it was carried onto the first statement the rewrite wrote)
+    text = (DIR / "no_tools.py").read_text().replace(
+        "\nclass ShortAnswerLoop",
+        "\n# TODO(osmosis-migrate OM390): not rewritten: ShortAnswerLoop is used elsewhere in the module. Port it\n"
+        "class ShortAnswerLoop",
+    )
+    result = migrate_source(text)
+    assert "OM301" in {e.code for e in result.edits}
+    assert "OM390" not in result.new_text
+
+
+def test_a_loop_refused_for_a_new_reason_keeps_one_todo_with_that_reason():
+    text = (DIR / "no_tools.py").read_text().replace(
+        "\nclass ShortAnswerLoop",
+        "\n# TODO(osmosis-migrate OM390): not rewritten: an old reason\nclass ShortAnswerLoop",
+    ).replace("app = create_app(agent_loop)", "app = create_app(agent_loop)\nprint(ShortAnswerLoop)")
+    result = migrate_source(text)
+    markers = [l for l in result.new_text.splitlines() if "OM390" in l]
+    assert len(markers) == 1 and "ShortAnswerLoop is used elsewhere" in markers[0], markers

@@ -56,3 +56,38 @@ def test_recombined_files_parse_and_reach_a_fixed_point(header, chunks):
     first = migrate_source(text)
     ast.parse(first.new_text)
     assert migrate_source(first.new_text).new_text == first.new_text
+
+
+# The hypothesis case above, minimised: a loop whose module imports a name the rewrite needs
+# (`OsmosisStrandsAgent`) from the path 0.3 removed. The legacy-loop rule (first) took that binding for "something
+# else" and refused the loop; the imports rule (last) then moved the import, so the next run rewrote the loop: no
+# fixed point. Both paths name one object (codemods.base.MOVED_IMPORTS), and every rule now reads them so.
+MOVED_IMPORT_LOOP = '''from osmosis_ai.rollout import OsmosisStrandsAgent, RolloutAgentLoop
+
+
+class EchoLoop(RolloutAgentLoop):
+    name = "echo"
+
+    def get_tools(self, request):
+        return []
+
+    async def run(self, ctx):
+        messages = list(ctx.request.messages)
+        result = await ctx.chat(messages)
+        messages.append(result.message)
+        return ctx.complete(messages)
+'''
+
+
+@pytest.mark.parametrize("target", ["0.2", "0.3"])
+def test_a_loop_importing_a_name_of_the_rewrite_from_its_old_path_is_rewritten_in_one_run(target):
+    first = migrate_source(MOVED_IMPORT_LOOP, target=target)
+    assert "OM301" in {e.code for e in first.edits}, first.todos
+    assert "OM390" not in {t.code for t in first.todos}
+    second = migrate_source(first.new_text, target=target)
+    assert second.new_text == first.new_text and second.edits == []
+    # the name is imported once, from where it lives now
+    tree = ast.parse(first.new_text)
+    sources = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+               for a in n.names if a.name == "OsmosisStrandsAgent"]
+    assert sources == ["osmosis_ai.rollout.integrations.agents.strands"]
