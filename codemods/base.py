@@ -42,6 +42,8 @@ from typing import ClassVar, Optional, Union
 
 import libcst as cst
 
+from codemods.visit import visit as fast_visit
+
 SKIP_FILE_MARKER = "osmosis-migrate: skip-file"
 SKIP_MARKER = "osmosis-migrate: skip"
 TODO_PREFIX = "# TODO(osmosis-migrate"
@@ -70,6 +72,7 @@ class Todo:
 
 
 NodeOrLine = Union[cst.CSTNode, int, None]
+_UNKNOWN: list = []  # a name count the ast could not give (identity-compared)
 
 
 @dataclass
@@ -93,16 +96,29 @@ class RuleContext:
     tree: Optional[ast.Module] = field(default=None, repr=False)  # its CPython ast, when the driver has it
     # cross-file facts of the run (codemods.analysis.repo.RepoFacts), when the driver built them (run_many)
     repo: Optional[object] = field(default=None, repr=False)
+    source: Optional[bytes] = field(default=None, repr=False)  # the input's bytes, when the driver has them
+    _counts: Optional[list[dict[str, int]]] = field(default=None, repr=False)
+    _spans: Optional[list[Optional[bytes]]] = field(default=None, repr=False)
+    _names: dict[int, tuple[cst.CSTNode, frozenset[str]]] = field(default_factory=dict, repr=False)
 
-    def set_source(self, module: cst.Module, tree: Optional[ast.Module]) -> None:
-        """Tell the context the input tree and its ``ast`` (lines and name counts are then derived cheaply)."""
+    def set_source(self, module: cst.Module, tree: Optional[ast.Module], source: Optional[bytes] = None) -> None:
+        """Tell the context the input tree, its ``ast`` and its bytes (lines and name counts are then derived
+        cheaply)."""
         self.origin, self.tree, self.module, self.lines = module, tree, module, None
+        self.source, self._counts, self._spans = source, None, None
+        self._names = {}
 
     def top_level_name_counts(self, module: cst.Module) -> Optional[list[dict[str, int]]]:
         """Per top-level statement of ``module``: how often each name is referenced — from the ``ast`` (fast)
-        when ``module`` is the unchanged input, else None (the caller counts with libcst)."""
+        when ``module`` is the unchanged input, else None (the caller counts with libcst). Computed once per
+        input (every rule that sees the unchanged input shares it): callers must not modify it."""
         if module is not self.origin or self.tree is None:
             return None
+        if self._counts is None:
+            self._counts = self._count_names(module)
+        return self._counts if self._counts is not _UNKNOWN else None
+
+    def _count_names(self, module: cst.Module) -> list[dict[str, int]]:  # _UNKNOWN: shapes disagree
         out: list[dict[str, int]] = []
         ast_body = self.tree.body
         ai = 0
@@ -127,8 +143,75 @@ class RuleContext:
             ai += n
             out.append(counts)
         if ai != len(ast_body):
-            return None  # shapes disagree: let libcst count
+            return _UNKNOWN  # shapes disagree: let libcst count
         return out
+
+    def statement_names(self, stmt: cst.CSTNode) -> frozenset[str]:
+        """:func:`used_names` of one statement, memoised for this file by the statement's identity (untouched
+        statements are shared by every rule's output)."""
+        hit = self._names.get(id(stmt))
+        if hit is not None and hit[0] is stmt:
+            return hit[1]
+        names = frozenset(statement_names(stmt))
+        self._names[id(stmt)] = (stmt, names)
+        return names
+
+    def used_names_among(self, module: cst.Module, candidates: Iterable[str]) -> set[str]:
+        """``set(candidates) & used_names(module)``, without walking every statement: a statement of the input
+        that is still there is walked only when a candidate occurs in its source text (a name libcst sees is
+        text of that statement, so one that does not occur there is not used by it)."""
+        wanted = set(candidates)
+        if not wanted:
+            return set()
+        spans = self._statement_sources()
+        origin_index = {id(st): i for i, st in enumerate(self.origin.body)} if spans is not None else {}
+        encoding = self.origin.encoding if self.origin is not None else "utf-8"
+        needles: dict[str, Optional[bytes]] = {}
+        for name in wanted:
+            try:
+                needles[name] = name.encode(encoding)
+            except (UnicodeError, LookupError):
+                needles[name] = None  # cannot say from the bytes: walk
+        found: set[str] = set()
+        for stmt in module.body:
+            todo = wanted - found
+            if not todo:
+                break
+            i = origin_index.get(id(stmt))
+            if i is not None and spans is not None and self.origin.body[i] is stmt and spans[i] is not None:
+                text = spans[i]
+                todo = {n for n in todo if needles[n] is None or needles[n] in text}
+                if not todo:
+                    continue
+            found |= todo & self.statement_names(stmt)
+        return found
+
+    def _statement_sources(self) -> Optional[list[Optional[bytes]]]:
+        """The source bytes of each top-level statement of the input (from the first line of its decorators to
+        its last line), None where unknown; None when the driver gave no source."""
+        if self._spans is not None:
+            return self._spans
+        if self.source is None or self.tree is None or self.origin is None or b"\r" in self.source \
+                or b"\x0c" in self.source:
+            return None  # line numbers are only trusted for plain "\n" line ends
+        lines = self.source.split(b"\n")
+        spans: list[Optional[bytes]] = []
+        ast_body = self.tree.body
+        ai = 0
+        for stmt in self.origin.body:
+            n = len(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else 1
+            nodes = ast_body[ai: ai + n]
+            ai += n
+            if len(nodes) != n:
+                spans.append(None)
+                continue
+            start = min([nodes[0].lineno] + [d.lineno for d in getattr(nodes[0], "decorator_list", [])])
+            end = max(getattr(a, "end_lineno", None) or 0 for a in nodes)
+            spans.append(b"\n".join(lines[start - 1: end]) if end >= start else None)
+        if ai != len(ast_body):
+            spans = [None] * len(self.origin.body)
+        self._spans = spans
+        return spans
 
     def index_lines(self, module: cst.Module, tree: Optional[ast.Module] = None) -> None:
         """Build the statement → line map of ``module`` (``tree``: its ``ast``, if the caller has it)."""
@@ -590,6 +673,12 @@ def _import_insertion_index(body: Sequence[cst.BaseStatement]) -> int:
 
 def used_names(module: cst.Module) -> set[str]:
     """Every Name used in the module outside import statements (first segment of attribute chains included)."""
+    return statement_names(module)
+
+
+def statement_names(node: cst.CSTNode) -> set[str]:
+    """:func:`used_names` of any node: every Name under it outside import statements, attribute and keyword names
+    included, and string literals that read as an identifier."""
     seen: set[str] = set()
 
     class _Names(cst.CSTVisitor):
@@ -608,7 +697,7 @@ def used_names(module: cst.Module) -> set[str]:
             if val.isidentifier():
                 seen.add(val)
 
-    module.visit(_Names())
+    fast_visit(node, _Names())
     return seen
 
 

@@ -159,7 +159,7 @@ def migrate_bytes(
     except (UnicodeDecodeError, LookupError, SyntaxError) as exc:
         raise MigrationError(f"cannot decode: {exc}") from None
     ctx = RuleContext(strategy=strategy, filename=filename, target=target, repo=repo)
-    ctx.set_source(module, tree)
+    ctx.set_source(module, tree, data)
     acted: list[str] = []
     for rule_cls in rules:
         before = (len(ctx.edits), len(ctx.todos))

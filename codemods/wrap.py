@@ -54,6 +54,7 @@ from codemods.base import (
     used_names,
     with_todo_comment,
 )
+from codemods.visit import visit as fast_visit
 
 if TYPE_CHECKING:
     from codemods.analysis.program import ModuleModel, _Planner
@@ -226,7 +227,7 @@ def _comments_of(node: cst.CSTNode) -> list[cst.EmptyLine]:
         def visit_Comment(self, n: cst.Comment) -> None:
             out.append(cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=n))
 
-    node.visit(V())
+    fast_visit(node, V())
     return out
 
 
@@ -326,7 +327,7 @@ class Framework(ABC):
         key = (id(node), frozenset(module_agents), tuple(producers))
         cache = fw.__dict__.setdefault("_run_site_cache", {})
         if key not in cache:
-            node.visit(Collect())  # one pass: assignments are seen before the calls that follow them
+            fast_visit(node, Collect())  # one pass: assignments are seen before the calls that follow them
             cache[key] = found[0]
         return cache[key]
 
@@ -690,17 +691,75 @@ class _NameRefs(NameReferences):
 
 def name_counts(node: cst.CSTNode) -> dict[str, int]:
     v = _NameRefs()
-    node.visit(v)
+    fast_visit(node, v)
     return v.counts
 
 
 def _candidate_uses(stmt: cst.CSTNode, candidates: Sequence[str], module: cst.Module) -> dict[str, int]:
-    """Which of the import ``candidates`` a new statement mentions (by its code: cheaper than a visit; a name in a
-    string or comment counts too, which only ever keeps an import)."""
+    """Which of the import ``candidates`` a new statement mentions as a word of its code (a name in a string or
+    comment counts too, which only ever keeps an import).
+
+    Read from the text of the statement's tokens instead of generating its code: an identifier can only be a word
+    of the code inside one token (tokens made of word characters never touch), and the tokens that hold word
+    characters are names, numbers, strings, comments and keywords — no candidate is a keyword; the soft keywords
+    (``match``, ``case``, ``type``, ``_``) are checked on the generated code."""
     if not candidates:
         return {}
-    text = module.code_for_node(stmt)
+    if _SOFT_KEYWORDS & set(candidates):
+        text = module.code_for_node(stmt)
+    else:
+        collector = _TokenText()
+        fast_visit(stmt, collector)
+        text = " ".join(collector.parts)
     return {name: 1 for name in candidates if re.search(rf"\b{re.escape(name)}\b", text)}
+
+
+_SOFT_KEYWORDS = {"match", "case", "type", "_"}
+
+
+class _TokenText(cst.CSTVisitor):
+    """The texts of the tokens of a tree that can hold word characters (keywords aside)."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.parts.append(node.value)
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        self.parts.append(node.value)
+
+    def visit_Integer(self, node: cst.Integer) -> None:
+        self.parts.append(node.value)
+
+    def visit_Float(self, node: cst.Float) -> None:
+        self.parts.append(node.value)
+
+    def visit_Imaginary(self, node: cst.Imaginary) -> None:
+        self.parts.append(node.value)
+
+    def visit_Comment(self, node: cst.Comment) -> None:
+        self.parts.append(node.value)
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        self.parts += [node.start, node.end]
+
+    def visit_FormattedStringText(self, node: cst.FormattedStringText) -> None:
+        self.parts.append(node.value)
+
+    def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
+        if node.conversion:
+            self.parts.append(node.conversion)
+
+    def visit_TemplatedString(self, node) -> None:
+        self.parts += [node.start, node.end]
+
+    def visit_TemplatedStringText(self, node) -> None:
+        self.parts.append(node.value)
+
+    def visit_TemplatedStringExpression(self, node) -> None:
+        if node.conversion:
+            self.parts.append(node.conversion)
 
 
 def _unique(name: str, taken: set[str]) -> str:

@@ -17,6 +17,7 @@ from typing import Optional, Protocol, Sequence
 import libcst as cst
 
 from codemods.base import ImportTable, dotted_name
+from codemods.visit import visit as fast_visit
 
 # ------------------------------------------------------------------------------------------------ the dialect
 
@@ -199,17 +200,17 @@ class _Walker(cst.CSTVisitor):
         self.nested_stack.append((node.name.value, node.asynchronous is not None))
         for p in (*node.params.params, *node.params.posonly_params, *node.params.kwonly_params):
             if p.default is not None:
-                p.default.visit(self)
+                fast_visit(p.default, self)
         for deco in node.decorators:
-            deco.visit(self)
-        node.body.visit(self)
+            fast_visit(deco, self)
+        fast_visit(node.body, self)
         self.nested_stack.pop()
         return False
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
         self._store(node.name.value, None, simple=False)
         self.nested_stack.append((node.name.value, False))
-        node.body.visit(self)
+        fast_visit(node.body, self)
         self.nested_stack.pop()
         return False
 
@@ -228,22 +229,22 @@ class _Walker(cst.CSTVisitor):
     # -- loops
     def visit_For(self, node: cst.For) -> bool:
         self._targets(node.target, None)
-        node.iter.visit(self)
+        fast_visit(node.iter, self)
         self.loop_stack.append("async for" if node.asynchronous else "for")
-        node.body.visit(self)
+        fast_visit(node.body, self)
         self.loop_stack.pop()
         if node.orelse is not None:
-            node.orelse.visit(self)
+            fast_visit(node.orelse, self)
         return False
 
     def visit_While(self, node: cst.While) -> bool:
-        node.test.visit(self)
+        fast_visit(node.test, self)
         kind = "while True" if isinstance(node.test, cst.Name) and node.test.value == "True" else "while"
         self.loop_stack.append(kind)
-        node.body.visit(self)
+        fast_visit(node.body, self)
         self.loop_stack.pop()
         if node.orelse is not None:
-            node.orelse.visit(self)
+            fast_visit(node.orelse, self)
         return False
 
     def _comp(self, node) -> bool:
@@ -463,7 +464,7 @@ def body_facts(stmts: Sequence[cst.CSTNode], dialect: Dialect, agents: set[str],
     facts = BodyFacts()
     walker = _Walker(dialect, facts, set(agents), producers)
     for stmt in stmts:
-        stmt.visit(walker)
+        fast_visit(stmt, walker)
     # `sys.argv` loads are also plain Name loads of `sys`: nothing else to fix up
     return facts
 
@@ -475,11 +476,11 @@ class NameReferences(cst.CSTVisitor):
     """Visits the names used as references: not attribute names after a dot, not keyword names."""
 
     def visit_Attribute(self, n: cst.Attribute) -> bool:
-        n.value.visit(self)
+        fast_visit(n.value, self)
         return False
 
     def visit_Arg(self, n: cst.Arg) -> bool:
-        n.value.visit(self)
+        fast_visit(n.value, self)
         return False
 
 
@@ -491,7 +492,7 @@ def names_in(node: cst.CSTNode) -> list[cst.Name]:
         def visit_Name(self, n: cst.Name) -> None:
             out.append(n)
 
-    node.visit(V())
+    fast_visit(node, V())
     return out
 
 
@@ -506,7 +507,7 @@ def contains(node: cst.CSTNode, target: cst.CSTNode) -> bool:
                 found = True
             return not found
 
-    node.visit(V())
+    fast_visit(node, V())
     return found
 
 

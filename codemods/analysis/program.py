@@ -37,6 +37,7 @@ import libcst as cst
 
 from codemods.analysis.body import BodyFacts, RunSite, body_facts, code, contains, is_string, names_in
 from codemods.base import ImportTable, has_skip_marker
+from codemods.visit import visit as fast_visit
 
 if TYPE_CHECKING:
     from codemods.wrap import Framework
@@ -464,7 +465,7 @@ def _binds_locally(func: cst.FunctionDef, name: str) -> bool:
             if isinstance(n.target, cst.Name) and n.target.value == name and n.value is not None:
                 found["assigned"] = True
 
-    func.visit(V())
+    fast_visit(func, V())
     return found["assigned"] and not found["global"]
 
 
@@ -490,7 +491,7 @@ def _runs_indirectly(func: cst.FunctionDef, helpers: set[str], classes: set[str]
                 ):
                     found[0] = True
 
-    func.body.visit(V())
+    fast_visit(func.body, V())
     return found[0]
 
 
@@ -617,7 +618,7 @@ class _Planner:
 
         if self.d.kind in ("function", "script", "main") and (m.helpers or m.runner_classes):
             for stmt in self.d.stmts:
-                stmt.visit(V())
+                fast_visit(stmt, V())
 
     def run_helper(self) -> Plan:
         """A function that runs agents for a driver (a helper, a tool, a guardrail): its agents become the Osmosis
@@ -893,7 +894,7 @@ class _Planner:
                 if fw.is_agent_ctor(n):
                     builds[0] = True
 
-        func.body.visit(V())
+        fast_visit(func.body, V())
         returns = _returns(func.body)
         if not builds[0] or not returns:
             return None
@@ -1186,7 +1187,7 @@ class _Planner:
                     out.append(positional[0].value)
 
         for stmt in self.d.stmts:
-            stmt.visit(V())
+            fast_visit(stmt, V())
         self._indirect = out
         return out
 
@@ -1464,19 +1465,19 @@ def _calls_only(stmt: cst.CSTNode, name: str) -> bool:
         def visit_Call(self, n: cst.Call) -> bool:
             if isinstance(n.func, cst.Name) and n.func.value == name:
                 for a in n.args:
-                    a.visit(self)
+                    fast_visit(a, self)
                 return False
             return True
 
         def visit_Attribute(self, n: cst.Attribute) -> bool:
-            n.value.visit(self)
+            fast_visit(n.value, self)
             return False
 
         def visit_Name(self, n: cst.Name) -> None:
             if n.value == name:
                 ok[0] = False
 
-    stmt.visit(V())
+    fast_visit(stmt, V())
     return ok[0]
 
 
@@ -1488,7 +1489,7 @@ def _calls_of(node: cst.CSTNode, name: str) -> list[cst.Call]:
             if isinstance(n.func, cst.Name) and n.func.value == name:
                 out.append(n)
 
-    node.visit(V())
+    fast_visit(node, V())
     return out
 
 
@@ -1538,7 +1539,7 @@ def _self_assignments(method: cst.FunctionDef) -> list[tuple[str, cst.BaseExpres
         def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
             return n is method
 
-    method.visit(V())
+    fast_visit(method, V())
     return out
 
 
@@ -1550,7 +1551,7 @@ def _builds_agent(method: cst.FunctionDef, fw: "Framework") -> bool:
             if fw.is_agent_ctor(n):
                 found[0] = True
 
-    method.body.visit(V())
+    fast_visit(method.body, V())
     return found[0]
 
 
@@ -1576,7 +1577,7 @@ def _returns(body: cst.CSTNode) -> list[cst.Return]:
             if n.value is not None:
                 out.append(n)
 
-    body.visit(V())
+    fast_visit(body, V())
     return out
 
 
@@ -1597,7 +1598,7 @@ def _subexpr_codes(node: cst.CSTNode) -> list[str]:
         def visit_Name(self, n: cst.Name) -> None:
             out.append(n.value)
 
-    node.visit(V())
+    fast_visit(node, V())
     return out
 
 
@@ -1621,7 +1622,7 @@ def _access_around(root: cst.CSTNode, name: cst.Name) -> Optional[cst.BaseExpres
             if n.value is name and found[0] is None:
                 found[0] = n
 
-    root.visit(V())
+    fast_visit(root, V())
     res = found[0]
     if isinstance(res, cst.Attribute) and res.attr.value == "get":
         return None
@@ -1636,7 +1637,7 @@ def _attributes_of(stmt: cst.CSTNode, var: str) -> list[str]:
             if isinstance(n.value, cst.Name) and n.value.value == var:
                 out.append(n.attr.value)
 
-    stmt.visit(V())
+    fast_visit(stmt, V())
     return out
 
 
@@ -1649,7 +1650,7 @@ def _attribute_nodes(stmts: Sequence[cst.CSTNode], var: Optional[str], attr: str
                 out.append(n)
 
     for s in stmts:
-        s.visit(V())
+        fast_visit(s, V())
     return out
 
 

@@ -17,6 +17,7 @@ from typing import Any, Optional, Union
 import libcst as cst
 
 from codemods.base import ImportTable, dotted_name
+from codemods.visit import visited_fields
 
 LOOP_BASES = (
     "osmosis_ai.RolloutAgentLoop",
@@ -145,17 +146,20 @@ _DESCENDANTS: dict[int, tuple[cst.CSTNode, list[cst.CSTNode]]] = {}
 
 
 def _kids(node: cst.CSTNode) -> list[cst.CSTNode]:
-    # from the dataclass fields: libcst's ``children`` runs a visitor per call, ~20x slower
+    # from the dataclass fields (in their order), those libcst visits (the others hold strings and flags):
+    # libcst's ``children`` runs a visitor per call, ~20x slower
     names = _FIELDS.get(type(node))
     if names is None:
-        names = _FIELDS[type(node)] = tuple(f.name for f in dataclasses.fields(node))
+        visited = visited_fields(type(node))
+        names = _FIELDS[type(node)] = tuple(
+            f.name for f in dataclasses.fields(node) if visited is None or f.name in visited)
     out: list[cst.CSTNode] = []
     for name in names:
         v = getattr(node, name)
         if isinstance(v, cst.CSTNode):
             out.append(v)
         elif isinstance(v, (list, tuple)):
-            out.extend(x for x in v if isinstance(x, cst.CSTNode))
+            out.extend([x for x in v if isinstance(x, cst.CSTNode)])
     return out
 
 

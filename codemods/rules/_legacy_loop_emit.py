@@ -12,8 +12,9 @@ from typing import Any, Optional, Sequence
 
 import libcst as cst
 
-from codemods.base import ImportTable, RuleContext, remove_unused_imports, used_names
-from codemods.rules._legacy_loop_analysis import LoopPlan, ToolPlan
+from codemods.base import ImportTable, RuleContext, remove_unused_imports
+from codemods.rules._legacy_loop_analysis import LoopPlan, ToolPlan, _walk
+from codemods.visit import parents, replace_node
 
 STRANDS_MOD = "osmosis_ai.rollout.integrations.agents.strands"
 LEGACY_MAX_CONCURRENT = 100  # legacy create_app default (settings.server.max_concurrent_rollouts)
@@ -275,11 +276,20 @@ def rewrite_statements(
     reward = plan.reward.visit(to_local)
     grader = stmts[-1]
     assert isinstance(grader, cst.ClassDef)
-    grader = grader.visit(_Replace(_REWARD_PLACEHOLDER, reward))
+    # `reward = <placeholder>` takes the reward expression, and the statements computing its locals go before it;
+    # only the path to that statement is rebuilt (transforming the whole class cost more than writing it)
+    parent_of = parents(grader)
+    line = next(n for n in _walk(grader) if isinstance(n, cst.SimpleStatementLine) and _assigns_placeholder(n))
+    block = parent_of[id(line)]
+    assert isinstance(block, cst.IndentedBlock)
+    new_line = line.with_changes(body=[line.body[0].with_changes(value=reward)])
+    moved: list[cst.BaseStatement] = []
     if plan.reward_statements:
         moved = [s.visit(to_local).with_changes(leading_lines=[l for l in s.leading_lines if l.comment is not None])
                  for s in plan.reward_statements]
-        grader = grader.visit(_InsertBefore("reward", moved))
+    at = list(block.body).index(line)
+    new_block = block.with_changes(body=[*block.body[:at], *moved, new_line, *block.body[at + 1:]])
+    grader = replace_node(grader, block, new_block, parent_of)
     if plan.grader_members:
         # each moved member keeps its comments, after one blank line
         members = [m.with_changes(leading_lines=[cst.EmptyLine(indent=False), *(
@@ -313,28 +323,12 @@ class _MetadataToLocal(cst.CSTTransformer):
         return updated
 
 
-class _InsertBefore(cst.CSTTransformer):
-    """Insert statements before the ``<name> = …`` statement of the grader's sample loop."""
-
-    def __init__(self, name: str, stmts: Sequence[cst.BaseStatement]) -> None:
-        self.name, self.stmts = name, stmts
-
-    def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock):  # type: ignore[override]
-        body = list(updated.body)
-        for i, s in enumerate(body):
-            if isinstance(s, cst.SimpleStatementLine) and isinstance(s.body[0], cst.Assign) and isinstance(
-                s.body[0].targets[0].target, cst.Name
-            ) and s.body[0].targets[0].target.value == self.name:
-                return updated.with_changes(body=[*body[:i], *self.stmts, *body[i:]])
-        return updated
-
-
-class _Replace(cst.CSTTransformer):
-    def __init__(self, name: str, expr: cst.BaseExpression) -> None:
-        self.name, self.expr = name, expr
-
-    def leave_Name(self, original: cst.Name, updated: cst.Name):  # type: ignore[override]
-        return self.expr if original.value == self.name else updated
+def _assigns_placeholder(line: cst.SimpleStatementLine) -> bool:
+    """``reward = <placeholder>``: the line of the grader template that takes the reward expression."""
+    small = line.body[0] if len(line.body) == 1 else None
+    return (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
+            and small.targets[0].target.value == "reward" and isinstance(small.value, cst.Name)
+            and small.value.value == _REWARD_PLACEHOLDER)
 
 
 def wrap_statement(class_name: str, loop_expr: str, module: cst.Module) -> cst.SimpleStatementLine:
@@ -509,11 +503,11 @@ def inline_legacy_helpers(module: cst.Module, ctx: RuleContext, code: str = "OM3
                   and q.rpartition(".")[0] in LEGACY_HELPER_MODULES]
     if not candidates:
         return module
-    used = used_names(module)
+    used = ctx.used_names_among(module, candidates)  # = used_names(module) & candidates, walking little
     wanted = [name for name in candidates if name in used]
     if not wanted:
         return module
-    module, _ = remove_unused_imports(module, wanted, used - set(wanted))
+    module, _ = remove_unused_imports(module, wanted, set())  # their definitions come in: every import goes
     defs = legacy_helper_statements(wanted, module)
     body = list(module.body)
     at = 0

@@ -32,6 +32,7 @@ import libcst as cst
 from codemods.analysis.body import RunShape, RunSite, code
 from codemods.analysis.program import CtorPlan, RunPlan, SessionPlan
 from codemods.base import ImportTable, Rule, RuleContext
+from codemods.visit import visit as fast_visit
 from codemods.wrap import CTX_PROMPT, Framework, kwarg, migrate_plain, with_kwarg, without_kwarg
 
 if TYPE_CHECKING:
@@ -388,7 +389,7 @@ def _session_uses_beyond_abc(planner: "_Planner", var: str) -> Optional[str]:
                 found.append(n.attr.value)
 
     for stmt in planner.d.stmts:
-        stmt.visit(V())
+        fast_visit(stmt, V())
     return found[0] if found else None
 
 

@@ -1,0 +1,199 @@
+"""A read-only libcst traversal that does not rebuild the tree.
+
+``node.visit(visitor)`` in libcst rebuilds every node it passes, also for a read-only :class:`libcst.CSTVisitor`
+(``_visit_and_replace_children`` constructs and validates a new node from the visited children, and the
+visitor's result is thrown away). On the rules' analyses that reconstruction was most of the cost of a visit.
+:func:`visit` calls the same visitor methods in the same order — ``on_visit`` (so ``visit_<Node>``; ``False``
+skips the children), the children in the order libcst visits them, ``on_leave`` (so ``leave_<Node>``) — and only
+reads the tree. The order of the children is libcst's own: read once per node class from the field names its
+``_visit_and_replace_children`` passes to ``visit_required``/``visit_optional``/``visit_sequence``/…, in source
+order (the lexical order of the code, e.g. ``body`` before ``test`` in ``a if test else b``). Attribute hooks
+(``visit_<Node>_<field>``) are not called: no visitor of the rules defines one (a visitor that does is walked
+by libcst itself).
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from typing import Iterator, Optional, TypeVar
+
+import libcst as cst
+
+_N = TypeVar("_N", bound=cst.CSTNode)
+
+_ORDER: dict[type, Optional[tuple[str, ...]]] = {}
+_VISIT_HELPERS = ("visit_required", "visit_optional", "visit_sequence", "visit_sentinel", "visit_iterable",
+                  "visit_body_sequence", "visit_body_iterable")
+
+
+def visited_fields(cls: type) -> Optional[tuple[str, ...]]:
+    """The fields libcst visits on a ``cls`` node, in its visiting order; None when its source cannot be read
+    (then :func:`visit` lets libcst walk that node)."""
+    if cls in _ORDER:
+        return _ORDER[cls]
+    order: Optional[tuple[str, ...]] = None
+    for klass in cls.__mro__:
+        method = klass.__dict__.get("_visit_and_replace_children")
+        if method is None:
+            continue
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(method)))
+        except (OSError, TypeError, SyntaxError):
+            break
+        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                 and n.func.id in _VISIT_HELPERS and len(n.args) >= 2
+                 and isinstance(n.args[1], ast.Constant) and isinstance(n.args[1].value, str)]
+        calls.sort(key=lambda n: (n.lineno, n.col_offset))
+        names: list[str] = []
+        for call in calls:
+            if call.args[1].value not in names:  # `names` of ImportFrom: one of two visits, by type
+                names.append(call.args[1].value)
+        if not calls and any(isinstance(n, ast.Attribute) and "visit" in n.attr for n in ast.walk(tree)):
+            break  # a method that visits its children in some other way: libcst walks that node
+        order = tuple(names)
+        break
+    _ORDER[cls] = order
+    return order
+
+
+def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The children of ``node`` in the order libcst visits them (its lexical order)."""
+    order = visited_fields(type(node))
+    if order is None:
+        yield from node.children
+        return
+    for name in order:
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            yield value
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                if isinstance(item, cst.CSTNode):
+                    yield item
+
+
+def _has_attribute_hooks(cls: type) -> bool:
+    """Whether the visitor's own classes (not libcst's typed bases, which declare them all) define an attribute
+    hook ``visit_<Node>_<field>`` / ``leave_<Node>_<field>``."""
+    for klass in cls.__mro__:
+        if klass.__module__.startswith("libcst"):
+            continue
+        for name in klass.__dict__:
+            prefix, _, rest = name.partition("_")
+            if prefix in ("visit", "leave") and rest[:1].isupper() and "_" in rest:
+                return True
+    return False
+
+
+_TABLE = "_codemods_fast_visit"  # per visitor class, stored on the class (classes defined in functions die with it)
+
+
+def visit(node: _N, visitor: cst.CSTVisitor) -> _N:
+    """``node.visit(visitor)`` for a read-only ``visitor``, without rebuilding the tree (same calls, same order)."""
+    cls = type(visitor)
+    table = cls.__dict__.get(_TABLE)
+    if table is None:
+        # None: libcst walks it (a transformer, or attribute hooks); {}: on_visit/on_leave are overridden; else
+        # node type → (visit_<Node>, leave_<Node>, children order), filled as node types are met
+        if not isinstance(visitor, cst.CSTVisitor) or _has_attribute_hooks(cls):
+            table = False
+        elif cls.on_visit is cst.CSTVisitor.on_visit and cls.on_leave is cst.CSTVisitor.on_leave:
+            table = {}
+        else:
+            table = True
+        setattr(cls, _TABLE, table)
+    if table is False:
+        return node.visit(visitor)
+    if table is True:
+        _walk(node, visitor)
+    else:
+        _walk_dispatch(node, visitor, table)
+    return node
+
+
+def _order_of(kind: type) -> Optional[tuple[str, ...]]:
+    try:
+        return _ORDER[kind]
+    except KeyError:
+        return visited_fields(kind)
+
+
+def _walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
+    if visitor.on_visit(node):
+        order = _order_of(type(node))
+        if order is None:
+            for child in node.children:
+                _walk(child, visitor)
+        else:
+            for name in order:
+                value = getattr(node, name)
+                if isinstance(value, cst.CSTNode):
+                    _walk(value, visitor)
+                elif isinstance(value, (list, tuple)):
+                    for item in value:
+                        if isinstance(item, cst.CSTNode):
+                            _walk(item, visitor)
+    visitor.on_leave(node)
+
+
+def _walk_dispatch(node: cst.CSTNode, visitor: cst.CSTVisitor, table: dict[type, tuple]) -> None:
+    kind = type(node)
+    hooks = table.get(kind)
+    if hooks is None:
+        cls = type(visitor)
+        hooks = table[kind] = (getattr(cls, f"visit_{kind.__name__}", None), getattr(cls, f"leave_{kind.__name__}", None),
+                               _order_of(kind))
+    enter, leave, order = hooks
+    if enter is None or enter(visitor, node) is not False:
+        if order is None:
+            for child in node.children:
+                _walk_dispatch(child, visitor, table)
+        else:
+            for name in order:
+                value = getattr(node, name)
+                if isinstance(value, cst.CSTNode):
+                    _walk_dispatch(value, visitor, table)
+                elif isinstance(value, (list, tuple)):
+                    for item in value:
+                        if isinstance(item, cst.CSTNode):
+                            _walk_dispatch(item, visitor, table)
+    if leave is not None:
+        leave(visitor, node)
+
+
+def parents(root: cst.CSTNode) -> dict[int, cst.CSTNode]:
+    """id(node) → its parent, for every node under ``root`` (the tree is only read)."""
+    out: dict[int, cst.CSTNode] = {}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        for child in children(node):
+            out[id(child)] = node
+            stack.append(child)
+    return out
+
+
+def replace_node(root: _N, old: cst.CSTNode, new: cst.CSTNode, parent_of: Optional[dict[int, cst.CSTNode]] = None) -> _N:
+    """``root`` with the node ``old`` (by identity) replaced by ``new``: only the nodes on the path from ``root`` to
+    ``old`` are rebuilt (a transformer would rebuild the whole tree to change one node)."""
+    if old is root:
+        return new  # type: ignore[return-value]
+    parent_of = parents(root) if parent_of is None else parent_of
+    node, replacement = old, new
+    while node is not root:
+        parent = parent_of[id(node)]
+        changes = {}
+        for name in visited_fields(type(parent)) or ():
+            value = getattr(parent, name)
+            if value is node:
+                changes[name] = replacement
+                break
+            if isinstance(value, (list, tuple)) and any(item is node for item in value):
+                changes[name] = [replacement if item is node else item for item in value]
+                break
+        else:
+            raise ValueError(f"{type(node).__name__} not found under its parent {type(parent).__name__}")
+        node, replacement = parent, parent.with_changes(**changes)
+    return replacement  # type: ignore[return-value]
