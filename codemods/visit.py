@@ -66,11 +66,12 @@ def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         return
     for name in order:
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
+        k = kind_of(value)
+        if k == 1:
             yield value
-        elif isinstance(value, (list, tuple)):
+        elif k == 2:
             for item in value:
-                if isinstance(item, cst.CSTNode):
+                if kind_of(item) == 1:
                     yield item
 
 
@@ -120,6 +121,24 @@ def _order_of(kind: type) -> Optional[tuple[str, ...]]:
         return visited_fields(kind)
 
 
+NODE_KINDS: dict[type, int] = {}  # type of a field value → 1 a node, 2 a list/tuple, 0 anything else
+
+
+def kind_of(value: object) -> int:
+    """What a field value is: 1 a node, 2 a list/tuple, 0 anything else (``isinstance`` against libcst's ABCs is
+    slow; the answer per type is cached in ``NODE_KINDS``)."""
+    t = type(value)
+    k = NODE_KINDS.get(t)
+    if k is None:
+        k = NODE_KINDS[t] = 1 if isinstance(value, cst.CSTNode) else 2 if isinstance(value, (list, tuple)) else 0
+    return k
+
+
+def is_node(value: object) -> bool:
+    """``isinstance(value, libcst.CSTNode)``, cached per type."""
+    return kind_of(value) == 1
+
+
 def _walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     if visitor.on_visit(node):
         order = _order_of(type(node))
@@ -127,13 +146,17 @@ def _walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
             for child in node.children:
                 _walk(child, visitor)
         else:
+            kinds = NODE_KINDS
             for name in order:
                 value = getattr(node, name)
-                if isinstance(value, cst.CSTNode):
+                k = kinds.get(type(value))
+                if k is None:
+                    k = kind_of(value)
+                if k == 1:
                     _walk(value, visitor)
-                elif isinstance(value, (list, tuple)):
+                elif k == 2:
                     for item in value:
-                        if isinstance(item, cst.CSTNode):
+                        if kind_of(item) == 1:
                             _walk(item, visitor)
     visitor.on_leave(node)
 
@@ -151,13 +174,18 @@ def _walk_dispatch(node: cst.CSTNode, visitor: cst.CSTVisitor, table: dict[type,
             for child in node.children:
                 _walk_dispatch(child, visitor, table)
         else:
+            kinds = NODE_KINDS
             for name in order:
                 value = getattr(node, name)
-                if isinstance(value, cst.CSTNode):
+                k = kinds.get(type(value))
+                if k is None:
+                    k = kind_of(value)
+                if k == 1:
                     _walk_dispatch(value, visitor, table)
-                elif isinstance(value, (list, tuple)):
+                elif k == 2:
                     for item in value:
-                        if isinstance(item, cst.CSTNode):
+                        k = kinds.get(type(item))
+                        if k == 1 or (k is None and kind_of(item) == 1):
                             _walk_dispatch(item, visitor, table)
     if leave is not None:
         leave(visitor, node)

@@ -54,6 +54,7 @@ from codemods.base import (
     used_names,
     with_todo_comment,
 )
+from codemods.visit import children as visit_children
 from codemods.visit import visit as fast_visit
 
 if TYPE_CHECKING:
@@ -413,6 +414,42 @@ class _Emit(cst.CSTTransformer):
         self.nested = 0
         self.not_refs: set[int] = set()  # attribute and keyword names: never renamed
         self.lost: list[cst.EmptyLine] = []  # comments of parts the rewrite of the current line dropped
+        # the nodes a handler may change, and their ancestors (see prepare): the rest is not rebuilt
+        self.hot: set[int] = set()
+        self.hot_ids = {*plan.drop, *self.before, *self.session_ctors, *plan.model_assigns, *plan.ctors,
+                        *(k for k in self.runs if k in plan.runs), *plan.thread_calls, *plan.exits, *plan.text_nodes}
+        if plan.bind_at is not None:
+            self.hot_ids.add(id(plan.bind_at))
+        self.hot_names = set(plan.renames) | set(plan.agent_calls)
+        self.hot_types: tuple[type, ...] = ((cst.Return,) if drop_returns else ()) + (
+            (cst.Attribute, cst.Subscript) if plan.subst is not None or plan.subst_map else ())
+
+    def prepare(self, stmt: cst.CSTNode) -> None:
+        """Mark the nodes of ``stmt`` that a handler below may change, and their ancestors. A node outside that set
+        is not descended into (``on_visit`` returns False): libcst then keeps it as it is instead of rebuilding it
+        node by node, which was most of the emitter's cost. A handler still runs on such a node itself, and finds
+        nothing to do there (that is what unmarked means)."""
+        hot, ids, names, types, fw, p = self.hot, self.hot_ids, self.hot_names, self.hot_types, self.fw, self.p
+
+        def mark(node: cst.CSTNode) -> bool:
+            found = False
+            for child in visit_children(node):
+                if mark(child):
+                    found = True
+            if not found:
+                if id(node) in ids or (types and isinstance(node, types)):
+                    found = True
+                elif isinstance(node, cst.Name):
+                    found = node.value in names
+                elif isinstance(node, cst.Call):
+                    func = node.func
+                    found = (isinstance(func, cst.Name) and func.value in p.factories) \
+                        or fw.table.resolve(func) == "asyncio.run"
+            if found:
+                hot.add(id(node))
+            return found
+
+        mark(stmt)
 
     def lose(self, node: cst.CSTNode) -> None:
         """``node`` is dropped from the line being rewritten: its comments go above the line."""
@@ -438,7 +475,9 @@ class _Emit(cst.CSTTransformer):
         if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
             self.where.append(node)
             self.fw.where = node
-        return super().on_visit(node)
+        # a subtree with nothing to change is kept as it is — unless a dropped part's comments are waiting for the
+        # next line to leave (they must land where the full walk puts them)
+        return super().on_visit(node) and (id(node) in self.hot or bool(self.lost))
 
     def on_leave(self, original_node, updated_node):
         if isinstance(original_node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
@@ -1331,6 +1370,7 @@ def _emit_body(fw: Framework, plan: Plan, stmts: Sequence[cst.BaseStatement], dr
     emitter = _Emit(fw, plan, drop_returns)
     out: list = []
     for stmt in stmts:
+        emitter.prepare(stmt)
         new = stmt.visit(emitter)
         if isinstance(new, cst.FlattenSentinel):
             out.extend(new.nodes)
@@ -1346,7 +1386,9 @@ def plan_tail(plan: Plan) -> list:
 
 
 def _emit_stmt(fw: Framework, plan: Plan, stmt: cst.BaseStatement) -> cst.BaseStatement:
-    new = stmt.visit(_Emit(fw, plan, drop_returns=False))
+    emitter = _Emit(fw, plan, drop_returns=False)
+    emitter.prepare(stmt)
+    new = stmt.visit(emitter)
     assert isinstance(new, cst.BaseStatement)
     return new
 

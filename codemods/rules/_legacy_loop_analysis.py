@@ -17,7 +17,7 @@ from typing import Any, Optional, Union
 import libcst as cst
 
 from codemods.base import ImportTable, dotted_name
-from codemods.visit import visited_fields
+from codemods.visit import NODE_KINDS, is_node, kind_of, visited_fields
 
 LOOP_BASES = (
     "osmosis_ai.RolloutAgentLoop",
@@ -142,7 +142,7 @@ class ModuleIndex:
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
-_DESCENDANTS: dict[int, tuple[cst.CSTNode, list[cst.CSTNode]]] = {}
+_DESCENDANTS: dict[int, tuple[cst.CSTNode, list[cst.CSTNode], int, int]] = {}  # id → (node, preorder, start, end)
 
 
 def _kids(node: cst.CSTNode) -> list[cst.CSTNode]:
@@ -154,25 +154,46 @@ def _kids(node: cst.CSTNode) -> list[cst.CSTNode]:
         names = _FIELDS[type(node)] = tuple(
             f.name for f in dataclasses.fields(node) if visited is None or f.name in visited)
     out: list[cst.CSTNode] = []
+    kinds = NODE_KINDS
     for name in names:
         v = getattr(node, name)
-        if isinstance(v, cst.CSTNode):
+        k = kinds.get(type(v))
+        if k is None:
+            k = kind_of(v)
+        if k == 1:
             out.append(v)
-        elif isinstance(v, (list, tuple)):
-            out.extend([x for x in v if isinstance(x, cst.CSTNode)])
+        elif k == 2:
+            out.extend([x for x in v if kinds.get(type(x)) == 1 or is_node(x)])
     return out
 
 
 def _walk(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """Every node under ``node`` (itself included), depth first; memoised while :func:`walk_cache` is active."""
+    """Every node under ``node`` (itself included), depth first; memoised while :func:`walk_cache` is active.
+
+    The first walk of a tree lists it once in preorder and remembers, for every node in it, where its subtree
+    starts and ends in that list (a subtree is a contiguous run of a preorder): a later walk of any of them is a
+    slice, not a new traversal."""
     hit = _DESCENDANTS.get(id(node))
     if hit is not None and hit[0] is node:
-        return hit[1]
-    out = [node]
-    for kid in _kids(node):
-        out.extend(_walk(kid))
-    _DESCENDANTS[id(node)] = (node, out)
-    return out
+        return hit[1][hit[2]:hit[3]]
+    order: list[cst.CSTNode] = []
+    fresh: list[tuple[cst.CSTNode, int, int]] = []  # (node, start, end) of the nodes listed by this walk
+
+    def visit(n: cst.CSTNode) -> None:
+        seen = _DESCENDANTS.get(id(n))
+        if seen is not None and seen[0] is n:
+            order.extend(seen[1][seen[2]:seen[3]])  # a subtree walked before: copied, not walked again
+            return
+        start = len(order)
+        order.append(n)
+        for kid in _kids(n):
+            visit(kid)
+        fresh.append((n, start, len(order)))
+
+    visit(node)
+    for n, start, end in fresh:
+        _DESCENDANTS[id(n)] = (n, order, start, end)
+    return order[:]
 
 
 class walk_cache:

@@ -39,6 +39,7 @@ A class carrying ``# osmosis-migrate: skip`` is left alone, with its serving lin
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -149,11 +150,34 @@ class _Migration:
         self.generated: set[int] = set()  # ids of the config/workflow/grader statements a rewrite wrote
         self.helpers: set[str] = set()  # helper functions generated into the file so far
         self.moved: list[cst.CSTNode] = []  # the user code those statements carry (reward, helpers)
+        self._ast_functions: Optional[dict[str, ast.AST]] = None
 
     # ---------------------------------------------------------------------------------------------- finding
 
     def is_loop(self, cls: cst.ClassDef) -> bool:
         return any(self.table.matches(b.value, LOOP_BASES) for b in cls.bases)
+
+    def may_define_class(self, func: cst.FunctionDef) -> bool:
+        """Whether a top-level function can define a class, from CPython's ast of the input when it has one
+        (a walk of it is much cheaper than a libcst walk of the function)."""
+        defs = self.ast_functions()
+        node = defs.get(func.name.value)
+        if node is None:
+            return True
+        return any(isinstance(n, ast.ClassDef) for n in ast.walk(node))
+
+    def ast_functions(self) -> dict[str, ast.AST]:
+        """Top-level functions of the input's ast by name (names defined once only); {} when the module is not the
+        input or the driver gave no ast."""
+        if self._ast_functions is None:
+            tree = self.ctx.tree if self.module is self.ctx.origin else None
+            found: dict[str, list[ast.AST]] = {}
+            for n in tree.body if tree is not None else ():
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    found.setdefault(n.name, []).append(n)
+            self._ast_functions = {k: v[0] for k, v in found.items()
+                                   if len(v) == 1 and isinstance(v[0], (ast.FunctionDef, ast.AsyncFunctionDef))}
+        return self._ast_functions
 
     def wrapped_already(self) -> set[str]:
         out: set[str] = set()
@@ -311,7 +335,7 @@ class _Migration:
 
     def run(self) -> cst.Module:
         loops: list[cst.ClassDef] = [s for s in self.module.body if isinstance(s, cst.ClassDef) and self.is_loop(s)]
-        nested = [s for s in self.module.body if isinstance(s, cst.FunctionDef) and any(
+        nested = [s for s in self.module.body if isinstance(s, cst.FunctionDef) and self.may_define_class(s) and any(
             isinstance(n, cst.ClassDef) and self.is_loop(n) for n in _walk(s.body))]
         if not loops and not nested:
             return self.module
