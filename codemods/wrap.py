@@ -431,19 +431,21 @@ class _Emit(cst.CSTTransformer):
         nothing to do there (that is what unmarked means)."""
         hot, ids, names, types, fw, p = self.hot, self.hot_ids, self.hot_names, self.hot_types, self.fw, self.p
 
+        # exact type checks: these node classes have no subclasses (and isinstance on libcst's ABCs is slow)
         def mark(node: cst.CSTNode) -> bool:
             found = False
             for child in visit_children(node):
                 if mark(child):
                     found = True
             if not found:
-                if id(node) in ids or (types and isinstance(node, types)):
+                kind = type(node)
+                if id(node) in ids or kind in types:
                     found = True
-                elif isinstance(node, cst.Name):
+                elif kind is cst.Name:
                     found = node.value in names
-                elif isinstance(node, cst.Call):
+                elif kind is cst.Call:
                     func = node.func
-                    found = (isinstance(func, cst.Name) and func.value in p.factories) \
+                    found = (type(func) is cst.Name and func.value in p.factories) \
                         or fw.table.resolve(func) == "asyncio.run"
             if found:
                 hot.add(id(node))

@@ -168,6 +168,7 @@ class _Walker(cst.CSTVisitor):
         self.store_ids: set[int] = set()
         self.attr_ids: set[int] = set()
         self.order = 0
+        self._hooks = self._HOOKS.setdefault(type(self), {})
 
     # -- context
     @property
@@ -182,14 +183,31 @@ class _Walker(cst.CSTVisitor):
     def nested(self) -> Optional[str]:
         return self.nested_stack[-1][0] if self.nested_stack else None
 
+    # per walker class, node type → (is a statement, visit_<Node>, leave_<Node>): what CSTVisitor.on_visit/on_leave
+    # look up by name on every node, looked up once per type (this walk visits every node of every driver)
+    _HOOKS: dict[type, dict[type, tuple[bool, object, object]]] = {}
+
+    def _hooks_of(self, kind: type) -> tuple[bool, object, object]:
+        hooks = self._hooks.get(kind)
+        if hooks is None:
+            hooks = self._hooks[kind] = (
+                issubclass(kind, (cst.SimpleStatementLine, cst.BaseCompoundStatement)),
+                getattr(type(self), f"visit_{kind.__name__}", None),
+                getattr(type(self), f"leave_{kind.__name__}", None),
+            )
+        return hooks
+
     def on_visit(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+        is_stmt, enter, _ = self._hooks_of(type(node))
+        if is_stmt:
             self.stmt_stack.append(node)
-        return super().on_visit(node)
+        return enter is None or enter(self, node) is not False
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
-        super().on_leave(original_node)
-        if isinstance(original_node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+        is_stmt, _, leave = self._hooks_of(type(original_node))
+        if leave is not None:
+            leave(self, original_node)
+        if is_stmt:
             self.stmt_stack.pop()
 
     # -- scopes
