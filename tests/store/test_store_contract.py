@@ -261,3 +261,24 @@ async def test_a_watch_sees_changes_made_before_its_wait(stores: tuple[Any, Any]
     async with b.watch("w") as changes:
         await a.delete("w")
         assert await changes.wait(final, timeout=5) is None  # gone
+
+
+async def test_a_watch_on_the_finishing_handle_gets_the_recorded_result(stores: tuple[Any, Any]) -> None:
+    """The process that finishes a rollout hands its own long-polls the result it recorded — the lease's failure
+    when the lease ran out first — and a poll on another process reads the same from the store."""
+    a, b = stores
+    now = time.time()
+    for key, deadline, expected in (("own", now + 60, ("success", {"ok": True})), ("lapsed", now - 1, ("failure", {"lease": "expired"}))):
+        await a.create(record(key, lease_digest="d", lease_deadline=deadline))
+        async with a.watch(key) as here, b.watch(key) as there:
+            known = (await a.get(key)).snapshot()
+            assert await a.finish(key, "success", result={"ok": True}, retention=60, expired=("failure", {"lease": "expired"}))
+            mine, theirs = await here.wait(known, timeout=5), await there.wait(known, timeout=5)
+        assert (mine.status, mine.result) == expected == (theirs.status, theirs.result)
+        assert mine.version == theirs.version == known.version + 1
+    # retention 0 holds nothing: the waiter learns the record is gone, not a result nobody else can read
+    await a.create(record("unheld"))
+    async with a.watch("unheld") as here:
+        known = (await a.get("unheld")).snapshot()
+        await a.finish("unheld", "success", result={"ok": True}, retention=0)
+        assert await here.wait(known, timeout=5) is None

@@ -89,17 +89,18 @@ return 1
 
 # KEYS[1] record, KEYS[2] owned-set prefix (+ owner); ARGV: channel, terminal statuses, status, result, finished_at
 # (= now), retention_ms, then optionally the status and result to record instead when the lease ran out.
+# Returns 0 (already finished or gone) or {new version, the status recorded (JSON), 1 if the lease's was}.
 _FINISH = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local status = redis.call('HGET', KEYS[1], 'status')
 for terminal in string.gmatch(ARGV[2], '%S+') do
   if status == terminal then return 0 end
 end
-local new_status, result = ARGV[3], ARGV[4]
+local new_status, result, replaced = ARGV[3], ARGV[4], 0
 if ARGV[7] then
   local deadline = redis.call('HGET', KEYS[1], 'lease_deadline')
   if deadline and deadline ~= 'null' and tonumber(deadline) <= tonumber(ARGV[5]) then
-    new_status, result = ARGV[7], ARGV[8]
+    new_status, result, replaced = ARGV[7], ARGV[8], 1
   end
 end
 redis.call('HSET', KEYS[1], 'status', new_status, 'result', result, 'finished_at', ARGV[5])
@@ -109,7 +110,7 @@ redis.call('SREM', KEYS[2] .. owner, KEYS[1])
 local retention = tonumber(ARGV[6])
 if retention <= 0 then redis.call('DEL', KEYS[1]) else redis.call('PEXPIRE', KEYS[1], retention) end
 redis.call('PUBLISH', ARGV[1], KEYS[1] .. ' ' .. version .. ' ' .. new_status)
-return 1
+return {version, new_status, replaced}
 """
 
 # KEYS[1] record; ARGV: digest (JSON), new deadline, now, terminal statuses.
@@ -284,6 +285,11 @@ class _Shared:
         for watch in self.waiters.get(redis_key, ()):
             watch.changed(int(version), json.loads(status))
 
+    def wake_local(self, redis_key: str, snapshot: Snapshot) -> None:
+        """A change this process made, with what a long-poll answers from: no message or re-read needed."""
+        for watch in self.waiters.get(redis_key, ()):
+            watch.changed(snapshot.version, snapshot.status, snapshot.result)
+
     def wake_all(self) -> None:
         """Wake every watch without a message (it re-reads the record): a change may have been missed."""
         for watches in list(self.waiters.values()):
@@ -413,7 +419,17 @@ class RedisStore(RolloutStore):
         ]
         if expired is not None:
             args += [json.dumps(expired[0]), json.dumps(expired[1], separators=(",", ":"), sort_keys=True)]
-        return bool(await self._call("finish", [self._key(key), self._owned_prefix()], args))
+        done = await self._call("finish", [self._key(key), self._owned_prefix()], args)
+        if not done:
+            return False
+        # This process's own long-polls get the result now, not via pub/sub and a re-read (one round trip less
+        # per rollout when the poll lands on the process that ran it); the message that follows is a no-op.
+        version, recorded = int(done[0]), json.loads(_text(done[1]))
+        if retention is None or retention > 0:
+            held = expired[1] if expired is not None and int(done[2]) else result
+            if held is not None:
+                self._shared.wake_local(self._key(key), Snapshot(version, recorded, held))
+        return True
 
     async def delete(self, key: str) -> None:
         await self._call("delete", [self._key(key), self._owned_prefix()], [self._shared.changes])
@@ -511,13 +527,14 @@ class _RedisWatch(Watch):
         self.event = asyncio.Event()
         self.version: int | None = None
         self.status: Any = None
+        self.result: dict[str, Any] | None = None  # a finished result handed over by this process (wake_local)
         self.reread = False
 
-    def changed(self, version: int | None, status: Any) -> None:
+    def changed(self, version: int | None, status: Any, result: dict[str, Any] | None = None) -> None:
         if version is None:
             self.reread = True
         elif self.version is None or version > self.version:
-            self.version, self.status = version, status
+            self.version, self.status, self.result = version, status, result
         self.event.set()
 
     async def wait(self, seen: Snapshot, timeout: float) -> Snapshot | None:
@@ -534,6 +551,8 @@ class _RedisWatch(Watch):
                 return seen
             if self.status not in TERMINAL:
                 return Snapshot(self.version, self.status)  # the message said it all
+            if self.result is not None:
+                return Snapshot(self.version, self.status, self.result)
         return await self.store.snapshot(self.key)  # a result to read, or a change that may have been missed
 
 
