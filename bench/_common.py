@@ -95,9 +95,11 @@ def self_peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-async def drive_polling(controller, url: str, n: int, concurrency: int, tag: str, prompt: list, label: str) -> float:
+async def drive_polling(
+    controller, url: str, n: int, concurrency: int, tag: str, prompt: list, label: str, polls: list | None = None
+) -> float:
     """Run ``n`` rollouts through a fake 0.3.8 controller, ``concurrency`` at a time; each must succeed with reward
-    1.0. Returns the wall seconds."""
+    1.0. Returns the wall seconds; ``polls``, if given, receives each rollout's number of result GETs."""
     import asyncio
 
     semaphore = asyncio.Semaphore(concurrency)
@@ -106,6 +108,8 @@ async def drive_polling(controller, url: str, n: int, concurrency: int, tag: str
         async with semaphore:
             record = await controller.run_rollout(url, rollout_id=f"{tag}-{i}", initial_messages=prompt, label=label, timeout=120)
         assert record.status == "success" and record.reward == 1.0, record.result
+        if polls is not None:
+            polls.append(record.polls)
 
     started = time.perf_counter()
     await asyncio.gather(*(one(i) for i in range(n)))

@@ -1,7 +1,9 @@
 """A 0.3-API workflow whose tool burns CPU, for bench/scale_out.py: two model calls (the controller's policy asks for
 ``add``, then answers) and one ``add`` that spends ``$BENCH_TOOL_CPU_MS`` (default 40) of pure-Python CPU, as real
-agents do in code execution, retrieval or parsing. No framework: plain httpx to the rollout's chat URL."""
+agents do in code execution, retrieval or parsing. The grader awaits ``$BENCH_GRADER_WAIT_MS`` (default 0) before
+scoring, as a grader that calls anything does. No framework: plain httpx to the rollout's chat URL."""
 
+import asyncio
 import json
 import os
 import time
@@ -12,6 +14,7 @@ from osmosis_ai.rollout import AgentWorkflow, AgentWorkflowConfig, ConcurrencyCo
 from osmosis_ai.rollout.server import create_rollout_server
 
 CPU_MS = float(os.environ.get("BENCH_TOOL_CPU_MS", "40"))
+GRADER_WAIT_MS = float(os.environ.get("BENCH_GRADER_WAIT_MS", "0"))
 ADD = {"type": "function", "function": {"name": "add", "description": "Add two numbers", "parameters": {
     "type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}}}
 _client: httpx.AsyncClient | None = None
@@ -59,6 +62,8 @@ class CpuToolWorkflow(AgentWorkflow):
 
 class AnswerGrader(Grader):
     async def grade(self, ctx):
+        if GRADER_WAIT_MS:
+            await asyncio.sleep(GRADER_WAIT_MS / 1000)
         text = ctx.sample.messages[-1].get("content") or ""
         ctx.set_reward(1.0 if ctx.label and ctx.label in text else 0.0)
 
