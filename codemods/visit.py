@@ -110,8 +110,22 @@ def visit(node: _N, visitor: cst.CSTVisitor) -> _N:
     if table is True:
         _walk(node, visitor)
     else:
-        _walk_dispatch(node, visitor, table)
+        kinds = table.get(_KINDS)
+        if kinds is None:
+            # a visitor with no hook of its own on whitespace nodes only calls libcst's no-op stubs there: their
+            # subtrees (whitespace holds only whitespace) are not walked at all — over half of the nodes of a tree
+            kinds = table[_KINDS] = SOLID_KINDS if not any(
+                _hook(cls, f"{prefix}_{t.__name__}") for t in WHITESPACE_TYPES for prefix in ("visit", "leave")
+            ) else NODE_KINDS
+        _walk_dispatch(node, visitor, table, kinds)
     return node
+
+
+def _hook(cls: type, name: str):
+    """The visitor's ``visit_<Node>``/``leave_<Node>`` method, None when it is libcst's no-op stub (it returns None:
+    the same as no hook for the walk)."""
+    fn = getattr(cls, name, None)
+    return None if fn is None or getattr(fn, "_is_no_op", False) else fn
 
 
 def _order_of(kind: type) -> Optional[tuple[str, ...]]:
@@ -139,6 +153,23 @@ def is_node(value: object) -> bool:
     return kind_of(value) == 1
 
 
+# whitespace node types: their fields hold only whitespace nodes (or strings), never code
+WHITESPACE_TYPES: frozenset[type] = frozenset({
+    cst.SimpleWhitespace, cst.ParenthesizedWhitespace, cst.TrailingWhitespace, cst.Newline, cst.Comment, cst.EmptyLine,
+})
+SOLID_KINDS: dict[type, int] = {}  # NODE_KINDS, with whitespace nodes as 0 (not walked)
+_KINDS = "kinds"  # key of a dispatch table: the kinds it walks by (its node-type keys are types)
+
+
+def solid_kind_of(value: object) -> int:
+    """:func:`kind_of`, but 0 for a whitespace node (walks that skip whitespace), cached in ``SOLID_KINDS``."""
+    t = type(value)
+    k = SOLID_KINDS.get(t)
+    if k is None:
+        k = SOLID_KINDS[t] = 0 if t in WHITESPACE_TYPES else kind_of(value)
+    return k
+
+
 def _walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     if visitor.on_visit(node):
         order = _order_of(type(node))
@@ -161,34 +192,38 @@ def _walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     visitor.on_leave(node)
 
 
-def _walk_dispatch(node: cst.CSTNode, visitor: cst.CSTVisitor, table: dict[type, tuple]) -> None:
+def _walk_dispatch(node: cst.CSTNode, visitor: cst.CSTVisitor, table: dict, kinds: dict[type, int]) -> None:
     kind = type(node)
     hooks = table.get(kind)
     if hooks is None:
         cls = type(visitor)
-        hooks = table[kind] = (getattr(cls, f"visit_{kind.__name__}", None), getattr(cls, f"leave_{kind.__name__}", None),
+        hooks = table[kind] = (_hook(cls, f"visit_{kind.__name__}"), _hook(cls, f"leave_{kind.__name__}"),
                                _order_of(kind))
     enter, leave, order = hooks
     if enter is None or enter(visitor, node) is not False:
         if order is None:
             for child in node.children:
-                _walk_dispatch(child, visitor, table)
+                if _kind(kinds, child) == 1:
+                    _walk_dispatch(child, visitor, table, kinds)
         else:
-            kinds = NODE_KINDS
             for name in order:
                 value = getattr(node, name)
                 k = kinds.get(type(value))
                 if k is None:
-                    k = kind_of(value)
+                    k = _kind(kinds, value)
                 if k == 1:
-                    _walk_dispatch(value, visitor, table)
+                    _walk_dispatch(value, visitor, table, kinds)
                 elif k == 2:
                     for item in value:
                         k = kinds.get(type(item))
-                        if k == 1 or (k is None and kind_of(item) == 1):
-                            _walk_dispatch(item, visitor, table)
+                        if k == 1 or (k is None and _kind(kinds, item) == 1):
+                            _walk_dispatch(item, visitor, table, kinds)
     if leave is not None:
         leave(visitor, node)
+
+
+def _kind(kinds: dict[type, int], value: object) -> int:
+    return solid_kind_of(value) if kinds is SOLID_KINDS else kind_of(value)
 
 
 def parents(root: cst.CSTNode) -> dict[int, cst.CSTNode]:

@@ -17,7 +17,7 @@ from typing import Any, Optional, Union
 import libcst as cst
 
 from codemods.base import ImportTable, dotted_name
-from codemods.visit import NODE_KINDS, is_node, kind_of, visited_fields
+from codemods.visit import SOLID_KINDS, solid_kind_of, visited_fields
 
 LOOP_BASES = (
     "osmosis_ai.RolloutAgentLoop",
@@ -147,28 +147,30 @@ _DESCENDANTS: dict[int, tuple[cst.CSTNode, list[cst.CSTNode], int, int]] = {}  #
 
 def _kids(node: cst.CSTNode) -> list[cst.CSTNode]:
     # from the dataclass fields (in their order), those libcst visits (the others hold strings and flags):
-    # libcst's ``children`` runs a visitor per call, ~20x slower
+    # libcst's ``children`` runs a visitor per call, ~20x slower. Whitespace nodes are left out: no analysis here
+    # looks at them (comments are read from leading_lines directly), and they are over half of a tree's nodes
     names = _FIELDS.get(type(node))
     if names is None:
         visited = visited_fields(type(node))
         names = _FIELDS[type(node)] = tuple(
             f.name for f in dataclasses.fields(node) if visited is None or f.name in visited)
     out: list[cst.CSTNode] = []
-    kinds = NODE_KINDS
+    kinds = SOLID_KINDS
     for name in names:
         v = getattr(node, name)
         k = kinds.get(type(v))
         if k is None:
-            k = kind_of(v)
+            k = solid_kind_of(v)
         if k == 1:
             out.append(v)
         elif k == 2:
-            out.extend([x for x in v if kinds.get(type(x)) == 1 or is_node(x)])
+            out.extend([x for x in v if kinds.get(type(x)) == 1 or (type(x) not in kinds and solid_kind_of(x) == 1)])
     return out
 
 
 def _walk(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """Every node under ``node`` (itself included), depth first; memoised while :func:`walk_cache` is active.
+    """Every node under ``node`` (itself included; whitespace nodes left out), depth first; memoised while
+    :func:`walk_cache` is active.
 
     The first walk of a tree lists it once in preorder and remembers, for every node in it, where its subtree
     starts and ends in that list (a subtree is a contiguous run of a preorder): a later walk of any of them is a
