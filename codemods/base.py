@@ -36,6 +36,7 @@ from __future__ import annotations
 import ast
 import re
 from abc import ABC, abstractmethod
+from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, Optional, Union
@@ -72,6 +73,47 @@ class Todo:
 
 
 NodeOrLine = Union[cst.CSTNode, int, None]
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_AST_FIELDS: dict[type, tuple[str, ...]] = {}  # per ast node type: its fields, but ``ctx`` (Load/Store/Del: no names)
+
+
+def _count_ast_names(root: ast.AST, counts: dict[str, int]) -> None:
+    """Add to ``counts`` the names under ``root`` (itself included) as ``ast.walk`` would find them: Name ids, arg
+    names, def/class names, identifier-like string constants, import aliases (the bound name). An explicit stack
+    and per-type field lists instead of ``ast.walk`` (its generators per node cost more than the counting); the same
+    breadth-first order, so the names enter ``counts`` in the same order."""
+    stack = deque([root])
+    pop, push, extend = stack.popleft, stack.append, stack.extend
+    fields_of = _AST_FIELDS
+    AST = ast.AST
+    while stack:
+        node = pop()
+        kind = type(node)
+        name = None
+        if kind is ast.Name:
+            name = node.id
+        elif kind is ast.Constant:
+            value = node.value
+            if type(value) is str and value.isidentifier():
+                name = value
+        elif kind is ast.arg:
+            name = node.arg
+        elif kind is ast.alias:
+            name = node.asname or node.name.split(".")[0]
+        elif kind in _DEFS:
+            name = node.name
+        if name is not None:
+            counts[name] = counts.get(name, 0) + 1
+        fields = fields_of.get(kind)
+        if fields is None:
+            fields = fields_of[kind] = tuple(f for f in kind._fields if f != "ctx")
+        for f in fields:
+            value = getattr(node, f, None)
+            if type(value) is list:
+                extend([v for v in value if isinstance(v, AST)])
+            elif isinstance(value, AST):
+                push(value)
 _UNKNOWN: list = []  # a name count the ast could not give (identity-compared)
 
 
@@ -126,20 +168,7 @@ class RuleContext:
             n = len(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else 1
             counts: dict[str, int] = {}
             for a in ast_body[ai : ai + n]:
-                for node in ast.walk(a):
-                    name = None
-                    if isinstance(node, ast.Name):
-                        name = node.id
-                    elif isinstance(node, ast.arg):
-                        name = node.arg
-                    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                        name = node.name
-                    elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
-                        name = node.value
-                    elif isinstance(node, ast.alias):
-                        name = node.asname or node.name.split(".")[0]
-                    if name is not None:
-                        counts[name] = counts.get(name, 0) + 1
+                _count_ast_names(a, counts)
             ai += n
             out.append(counts)
         if ai != len(ast_body):

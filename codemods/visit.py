@@ -58,20 +58,24 @@ def visited_fields(cls: type) -> Optional[tuple[str, ...]]:
     return order
 
 
-def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """The children of ``node`` in the order libcst visits them (its lexical order)."""
+def children(node: cst.CSTNode, whitespace: bool = True) -> Iterator[cst.CSTNode]:
+    """The children of ``node`` in the order libcst visits them (its lexical order); ``whitespace=False``: without
+    whitespace nodes (:data:`WHITESPACE_TYPES`), for walks that never look at them."""
+    kind = kind_of if whitespace else solid_kind_of
     order = visited_fields(type(node))
     if order is None:
-        yield from node.children
+        for child in node.children:
+            if kind(child) == 1:
+                yield child
         return
     for name in order:
         value = getattr(node, name)
-        k = kind_of(value)
+        k = kind(value)
         if k == 1:
             yield value
         elif k == 2:
             for item in value:
-                if kind_of(item) == 1:
+                if kind(item) == 1:
                     yield item
 
 
@@ -89,6 +93,7 @@ def _has_attribute_hooks(cls: type) -> bool:
 
 
 _TABLE = "_codemods_fast_visit"  # per visitor class, stored on the class (classes defined in functions die with it)
+_WALK_KINDS = "_codemods_walk_kinds"  # per visitor class with its own on_visit/on_leave: the kinds it is walked by
 
 
 def visit(node: _N, visitor: cst.CSTVisitor) -> _N:
@@ -108,17 +113,25 @@ def visit(node: _N, visitor: cst.CSTVisitor) -> _N:
     if table is False:
         return node.visit(visitor)
     if table is True:
-        _walk(node, visitor)
+        # own on_visit/on_leave: whitespace is skipped only when the class says they ignore it (skip_whitespace)
+        kinds = cls.__dict__.get(_WALK_KINDS)
+        if kinds is None:
+            kinds = SOLID_KINDS if getattr(cls, "skip_whitespace", False) and not _whitespace_hooks(cls) else NODE_KINDS
+            setattr(cls, _WALK_KINDS, kinds)
+        _walk(node, visitor, kinds)
     else:
         kinds = table.get(_KINDS)
         if kinds is None:
             # a visitor with no hook of its own on whitespace nodes only calls libcst's no-op stubs there: their
             # subtrees (whitespace holds only whitespace) are not walked at all — over half of the nodes of a tree
-            kinds = table[_KINDS] = SOLID_KINDS if not any(
-                _hook(cls, f"{prefix}_{t.__name__}") for t in WHITESPACE_TYPES for prefix in ("visit", "leave")
-            ) else NODE_KINDS
+            kinds = table[_KINDS] = NODE_KINDS if _whitespace_hooks(cls) else SOLID_KINDS
         _walk_dispatch(node, visitor, table, kinds)
     return node
+
+
+def _whitespace_hooks(cls: type) -> bool:
+    """Whether the visitor class has a visit/leave hook of its own on a whitespace node type."""
+    return any(_hook(cls, f"{prefix}_{t.__name__}") for t in WHITESPACE_TYPES for prefix in ("visit", "leave"))
 
 
 def _hook(cls: type, name: str):
@@ -170,25 +183,26 @@ def solid_kind_of(value: object) -> int:
     return k
 
 
-def _walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
+def _walk(node: cst.CSTNode, visitor: cst.CSTVisitor, kinds: dict[type, int]) -> None:
     if visitor.on_visit(node):
         order = _order_of(type(node))
         if order is None:
             for child in node.children:
-                _walk(child, visitor)
+                if _kind(kinds, child) == 1:
+                    _walk(child, visitor, kinds)
         else:
-            kinds = NODE_KINDS
             for name in order:
                 value = getattr(node, name)
                 k = kinds.get(type(value))
                 if k is None:
-                    k = kind_of(value)
+                    k = _kind(kinds, value)
                 if k == 1:
-                    _walk(value, visitor)
+                    _walk(value, visitor, kinds)
                 elif k == 2:
                     for item in value:
-                        if kind_of(item) == 1:
-                            _walk(item, visitor)
+                        k = kinds.get(type(item))
+                        if k == 1 or (k is None and _kind(kinds, item) == 1):
+                            _walk(item, visitor, kinds)
     visitor.on_leave(node)
 
 
@@ -226,13 +240,14 @@ def _kind(kinds: dict[type, int], value: object) -> int:
     return solid_kind_of(value) if kinds is SOLID_KINDS else kind_of(value)
 
 
-def parents(root: cst.CSTNode) -> dict[int, cst.CSTNode]:
-    """id(node) → its parent, for every node under ``root`` (the tree is only read)."""
+def parents(root: cst.CSTNode, whitespace: bool = True) -> dict[int, cst.CSTNode]:
+    """id(node) → its parent, for every node under ``root`` (the tree is only read); ``whitespace=False``: whitespace
+    nodes left out (cheaper, when only the parents of code nodes are looked up)."""
     out: dict[int, cst.CSTNode] = {}
     stack = [root]
     while stack:
         node = stack.pop()
-        for child in children(node):
+        for child in children(node, whitespace):
             out[id(child)] = node
             stack.append(child)
     return out

@@ -431,10 +431,11 @@ class _Emit(cst.CSTTransformer):
         nothing to do there (that is what unmarked means)."""
         hot, ids, names, types, fw, p = self.hot, self.hot_ids, self.hot_names, self.hot_types, self.fw, self.p
 
-        # exact type checks: these node classes have no subclasses (and isinstance on libcst's ABCs is slow)
+        # exact type checks: these node classes have no subclasses (and isinstance on libcst's ABCs is slow);
+        # whitespace is never hot (no handler changes it, a plan keys no whitespace node): not walked
         def mark(node: cst.CSTNode) -> bool:
             found = False
-            for child in visit_children(node):
+            for child in visit_children(node, False):
                 if mark(child):
                     found = True
             if not found:

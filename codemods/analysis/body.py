@@ -186,6 +186,9 @@ class _Walker(cst.CSTVisitor):
     # per walker class, node type → (is a statement, visit_<Node>, leave_<Node>): what CSTVisitor.on_visit/on_leave
     # look up by name on every node, looked up once per type (this walk visits every node of every driver)
     _HOOKS: dict[type, dict[type, tuple[bool, object, object]]] = {}
+    # on_visit/on_leave below do nothing on a whitespace node but call its hooks: codemods.visit skips those subtrees
+    # (unless a subclass hooks a whitespace type)
+    skip_whitespace = True
 
     def _hooks_of(self, kind: type) -> tuple[bool, object, object]:
         hooks = self._hooks.get(kind)

@@ -278,7 +278,7 @@ def rewrite_statements(
     assert isinstance(grader, cst.ClassDef)
     # `reward = <placeholder>` takes the reward expression, and the statements computing its locals go before it;
     # only the path to that statement is rebuilt (transforming the whole class cost more than writing it)
-    parent_of = parents(grader)
+    parent_of = parents(grader, whitespace=False)  # the parents of a statement's block are wanted
     line = next(n for n in _walk(grader) if isinstance(n, cst.SimpleStatementLine) and _assigns_placeholder(n))
     block = parent_of[id(line)]
     assert isinstance(block, cst.IndentedBlock)
