@@ -13,7 +13,9 @@ Figures:
   rollout, memory vs Redis; Redis's own CPU ms per rollout; Redis commands per rollout. Target: <= 1 ms. Twice:
   with a grader that awaits 2 ms (both stores then show ``grading`` and take two result GETs, as upstream 0.3.8
   always does: the store's own cost), and with an instant grader (the in-memory store then finishes before the
-  first long-poll wakes and saves a GET that Redis's round trips do not: that GET counts against Redis).
+  first long-poll wakes and saves a GET that Redis's round trips do not: that GET counts against Redis). Then the
+  store alone: the 5 store calls of one polling rollout in one process, memory vs Redis, and one ``PING`` with the
+  ``redis`` client vs a bare asyncio socket (the floor of a round trip on this machine).
 - the capacity estimate of docs/scaling.md is derived from the commands per rollout printed here.
 
 Run: ``python bench/scale_out.py [--rollouts N] [--rounds R] [--tool-ms MS] [--cost-only]``
@@ -171,6 +173,69 @@ async def store_cost(controller, redis, args: argparse.Namespace, grader_wait_ms
           "scripts included; heartbeats too)")
 
 
+async def polling_rollout_store_calls(store, key: str, result: dict) -> None:
+    """The store calls one polling rollout makes when its two long-polls land on the process that runs it:
+    admission, the first poll's lease renewal (then a wait), the ``grading`` status, the finish (which hands the
+    waiting poll its result), the second poll's renewal."""
+    from osmosis_compat.runtime.store.base import RolloutRecord
+
+    now = time.time()
+    await store.create(RolloutRecord(key=key, owner="bench", protocol="polling", status="running",
+                                     lease_digest="d" * 64, lease_deadline=now + 120))
+    async with store.watch(key) as changes:
+        check = await store.renew_lease(key, "d" * 64, now + 120, now)
+        await store.update(key, status="grading")
+        await store.finish(key, "success", result=result, retention=900)
+        await changes.wait(check.snapshot, 5)
+    await store.renew_lease(key, "d" * 64, now + 120, time.time())
+
+
+async def store_calls_in_process(redis, rounds: int, n: int = 300) -> None:
+    """The same store calls in one process, memory vs Redis in alternating rounds (no HTTP, no workflow: the
+    store alone), and what one command costs with the ``redis`` client vs a bare asyncio socket."""
+    import redis.asyncio as redis_client
+
+    from osmosis_compat.runtime.store import open_store
+    from osmosis_compat.runtime.store.memory import MemoryStore
+
+    result = {"rollout_id": "x", "status": "success", "sample": {"messages": [{"role": "assistant", "content": "42"}] * 4}}
+    stores = {"memory": MemoryStore(), "redis": open_store(redis.url).namespaced(f"calls{time.monotonic_ns()}:")}
+    for store in stores.values():
+        await store.start()
+    cpu: dict[str, list[float]] = {}
+    done = 0
+    for _ in range(max(rounds, 3) * 2):
+        for label, store in stores.items():
+            started = time.process_time()
+            for _ in range(n):
+                done += 1
+                await polling_rollout_store_calls(store, f"k{done}", result)
+            cpu.setdefault(label, []).append((time.process_time() - started) / n * 1000)
+    for store in stores.values():
+        await store.close()
+    client = redis_client.Redis.from_url(redis.url)
+    reader, writer = await asyncio.open_connection("127.0.0.1", redis.port)
+    pings: dict[str, list[float]] = {}
+    for _ in range(3):
+        started = time.process_time()
+        for _ in range(2000):
+            await client.ping()
+        pings.setdefault("redis", []).append((time.process_time() - started) / 2000 * 1e6)
+        started = time.process_time()
+        for _ in range(2000):
+            writer.write(b"*1\r\n$4\r\nPING\r\n")
+            await reader.readline()
+        pings.setdefault("raw", []).append((time.process_time() - started) / 2000 * 1e6)
+    writer.close()
+    await client.aclose()
+    extra = median(cpu["redis"]) - median(cpu["memory"])
+    print(f"  the store alone, in process (5 calls + the pub/sub messages they cause): memory {median(cpu['memory']):.2f} ms, "
+          f"Redis {median(cpu['redis']):.2f} ms -> +{extra:.2f} ms client CPU per rollout "
+          f"(target <= {TARGET_STORE_MS} ms) -> {'met' if extra <= TARGET_STORE_MS else 'NOT met'}")
+    print(f"    one PING: {median(pings['redis']):.0f} us of client CPU with the redis client, {median(pings['raw']):.0f} us "
+          "over a bare asyncio socket (the floor any client pays here)")
+
+
 async def main_async(args: argparse.Namespace) -> None:
     from osmosis_compat.testing import FakePollingController, ScriptedPolicy
     from tests.redis_server import RedisServer
@@ -198,6 +263,7 @@ async def main_async(args: argparse.Namespace) -> None:
             print(f"\nthe store's cost per rollout (tool CPU 0, concurrency 1, medians of {args.rounds})")
             await store_cost(controller, redis, args, grader_wait_ms=2.0)
             await store_cost(controller, redis, args, grader_wait_ms=0.0)
+            await store_calls_in_process(redis, args.rounds)
         await controller.aclose()
 
 
