@@ -391,7 +391,8 @@ class _Migration:
                 if top and stmt in nested:
                     out.append(with_todo_comment(stmt, "OM392", "a RolloutAgentLoop subclass is defined inside this "
                                "function: move it to module level so osmosis-migrate can migrate it, or wrap it by hand "
-                               "with osmosis_compat.adapters.loop_as_workflow"))
+                               "with osmosis_compat.adapters.loop_as_workflow (the wrap keeps it running on "
+                               "osmosis-compat only, not on the real osmosis-ai)"))
                     self.ctx.todo("OM392", stmt, "RolloutAgentLoop subclass defined inside a function")
                     continue
                 if top and id(stmt) in wrap_lines:
