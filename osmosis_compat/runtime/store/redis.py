@@ -62,14 +62,19 @@ redis.call('SADD', KEYS[3], ARGV[2])
 return false
 """
 
-# KEYS[1] record; ARGV[1] changes channel, ARGV[2] terminal statuses (space-separated JSON), ARGV[3] versioned
-# fields (space-separated), then field/value pairs.
-_UPDATE = """
+# The head of the scripts that change a live record: 0 when KEYS[1] is gone or finished (ARGV[2]: the terminal
+# statuses, space-separated JSON).
+_UNLESS_GONE_OR_FINISHED = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local status = redis.call('HGET', KEYS[1], 'status')
 for terminal in string.gmatch(ARGV[2], '%S+') do
   if status == terminal then return 0 end
 end
+"""
+
+# KEYS[1] record; ARGV[1] changes channel, ARGV[2] terminal statuses (space-separated JSON), ARGV[3] versioned
+# fields (space-separated), then field/value pairs.
+_UPDATE = _UNLESS_GONE_OR_FINISHED + """
 local versioned = {}
 for name in string.gmatch(ARGV[3], '%S+') do versioned[name] = true end
 local bump = false
@@ -90,12 +95,7 @@ return 1
 # KEYS[1] record, KEYS[2] owned-set prefix (+ owner); ARGV: channel, terminal statuses, status, result, finished_at
 # (= now), retention_ms, then optionally the status and result to record instead when the lease ran out.
 # Returns 0 (already finished or gone) or {new version, the status recorded (JSON), 1 if the lease's was}.
-_FINISH = """
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-local status = redis.call('HGET', KEYS[1], 'status')
-for terminal in string.gmatch(ARGV[2], '%S+') do
-  if status == terminal then return 0 end
-end
+_FINISH = _UNLESS_GONE_OR_FINISHED + """
 local new_status, result, replaced = ARGV[3], ARGV[4], 0
 if ARGV[7] then
   local deadline = redis.call('HGET', KEYS[1], 'lease_deadline')
@@ -533,7 +533,8 @@ class _RedisWatch(Watch):
     def changed(self, version: int | None, status: Any, result: dict[str, Any] | None = None) -> None:
         if version is None:
             self.reread = True
-        elif self.version is None or version > self.version:
+        elif self.version is None or version > self.version or (version == self.version and result is not None):
+            # equal: this process's own finish, with its result, after the pub/sub message announced it
             self.version, self.status, self.result = version, status, result
         self.event.set()
 
