@@ -140,6 +140,7 @@ def migrate_bytes(
     import libcst as cst
 
     from codemods.base import RuleContext, dedupe_header_todos
+    from codemods.codegen import module_bytes
 
     # CPython's own parser first: it rejects what libcst's native parser cannot survive (e.g. > 200 nested
     # brackets crash it with a stack overflow that would kill the whole run) and is ~10x cheaper than libcst.
@@ -174,7 +175,7 @@ def migrate_bytes(
         if (len(ctx.edits), len(ctx.todos)) != before:
             acted.append(rule_cls.name)
     try:
-        new = module.bytes
+        new = module_bytes(module)
     except RecursionError:
         raise MigrationError("code generation hit the recursion limit") from None
     if new != data:

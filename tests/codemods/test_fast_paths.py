@@ -155,3 +155,35 @@ def _names(module: cst.Module) -> list[cst.Name]:
 
     fast.visit(module, V())
     return out
+
+
+def test_module_bytes_equals_libcst_code_generation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The driver's code generation without position bookkeeping writes what ``Module.bytes`` writes — on inputs
+    and on the trees the rules built — and it is the fast path that runs here (a libcst it checked)."""
+    from codemods import codegen
+    from codemods.driver import migrate_bytes, select_rules
+
+    built: list[cst.Module] = []
+    fast = codegen.module_bytes
+
+    def checked(module: cst.Module) -> bytes:
+        built.append(module)
+        out = fast(module)
+        assert out == module.bytes
+        return out
+
+    monkeypatch.setattr(codegen, "module_bytes", checked)
+    for path, data, module in _modules():
+        assert fast(module) == module.bytes == data, path
+        if b"osmosis" in data or b"strands" in data or b"agents" in data:
+            migrate_bytes(data, select_rules(), filename=str(path))
+    assert len(built) > 20 and codegen._fast_path_works()
+
+
+def test_module_bytes_falls_back_to_libcst_when_its_internals_differ(monkeypatch: pytest.MonkeyPatch) -> None:
+    from codemods import codegen
+
+    monkeypatch.setattr(codegen, "_fast_ok", None)
+    monkeypatch.setattr(codegen, "_state_class", lambda: (_ for _ in ()).throw(ImportError("moved")))
+    module = cst.parse_module("x = (1,  2)  # kept\n")
+    assert codegen.module_bytes(module) == b"x = (1,  2)  # kept\n" and codegen._fast_ok is False
