@@ -444,55 +444,75 @@ def _binds_locally(func: cst.FunctionDef, name: str) -> bool:
             params.add(star.name.value)
     if name in params:
         return True
-    found = {"assigned": False, "global": False}
+    found = _AssignsName(func, name)
+    fast_visit(func, found)
+    return found.assigned and not found.declared_global
 
-    class V(cst.CSTVisitor):
-        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
-            return n is func
 
-        def visit_ClassDef(self, n: cst.ClassDef) -> bool:
-            return False
+class _AssignsName(cst.CSTVisitor):
+    """Whether ``func`` assigns ``name`` (``assigned``) and declares it ``global`` (``declared_global``), outside
+    its nested functions and classes."""
 
-        def visit_Global(self, n: cst.Global) -> None:
-            if any(x.name.value == name for x in n.names):
-                found["global"] = True
+    def __init__(self, func: cst.FunctionDef, name: str) -> None:
+        super().__init__()
+        self.func = func
+        self.name = name
+        self.assigned = False
+        self.declared_global = False
 
-        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
-            if any(t.value == name for t in _target_names(n.target)):
-                found["assigned"] = True
+    def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+        return n is self.func
 
-        def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
-            if isinstance(n.target, cst.Name) and n.target.value == name and n.value is not None:
-                found["assigned"] = True
+    def visit_ClassDef(self, n: cst.ClassDef) -> bool:
+        return False
 
-    fast_visit(func, V())
-    return found["assigned"] and not found["global"]
+    def visit_Global(self, n: cst.Global) -> None:
+        if any(x.name.value == self.name for x in n.names):
+            self.declared_global = True
+
+    def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+        if any(t.value == self.name for t in _target_names(n.target)):
+            self.assigned = True
+
+    def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
+        if isinstance(n.target, cst.Name) and n.target.value == self.name and n.value is not None:
+            self.assigned = True
 
 
 def _runs_indirectly(func: cst.FunctionDef, helpers: set[str], classes: set[str]) -> bool:
     """``func`` calls a helper that runs agents, or a method of an object of a class whose methods do
     (``Manager().run(q)``, ``m = Manager(); m.ask(q)``) — building or returning such an object runs nothing."""
-    objects: set[str] = set()
-    found = [False]
+    visitor = _IndirectRuns(helpers, classes)
+    fast_visit(func.body, visitor)
+    return visitor.found
 
-    class V(cst.CSTVisitor):
-        def visit_Assign(self, n: cst.Assign) -> None:
-            if isinstance(n.value, cst.Call) and isinstance(n.value.func, cst.Name) and n.value.func.value in classes:
-                objects.update(t.target.value for t in n.targets if isinstance(t.target, cst.Name))
 
-        def visit_Call(self, n: cst.Call) -> None:
-            f = n.func
-            if isinstance(f, cst.Name) and f.value in helpers:
-                found[0] = True
-            elif isinstance(f, cst.Attribute):
-                owner = f.value
-                if (isinstance(owner, cst.Name) and owner.value in objects) or (
-                    isinstance(owner, cst.Call) and isinstance(owner.func, cst.Name) and owner.func.value in classes
-                ):
-                    found[0] = True
+class _IndirectRuns(cst.CSTVisitor):
+    """Whether the code calls a helper in ``helpers`` or a method of an object of a class in ``classes`` (an
+    object built inline, or assigned to a name earlier in the walk: ``objects``)."""
 
-    fast_visit(func.body, V())
-    return found[0]
+    def __init__(self, helpers: set[str], classes: set[str]) -> None:
+        super().__init__()
+        self.helpers = helpers
+        self.classes = classes
+        self.objects: set[str] = set()
+        self.found = False
+
+    def visit_Assign(self, n: cst.Assign) -> None:
+        classes = self.classes
+        if isinstance(n.value, cst.Call) and isinstance(n.value.func, cst.Name) and n.value.func.value in classes:
+            self.objects.update(t.target.value for t in n.targets if isinstance(t.target, cst.Name))
+
+    def visit_Call(self, n: cst.Call) -> None:
+        f = n.func
+        if isinstance(f, cst.Name) and f.value in self.helpers:
+            self.found = True
+        elif isinstance(f, cst.Attribute):
+            owner = f.value
+            if (isinstance(owner, cst.Name) and owner.value in self.objects) or (
+                isinstance(owner, cst.Call) and isinstance(owner.func, cst.Name) and owner.func.value in self.classes
+            ):
+                self.found = True
 
 
 def _is_osmosis_class(cls: cst.ClassDef, table: ImportTable) -> bool:
@@ -577,48 +597,10 @@ class _Planner:
                 if isinstance(a.value, cst.Call) and isinstance(a.value.func, cst.Name) \
                         and a.value.func.value in m.runner_classes:
                     objects[name] = a.value.func.value
-        p = self.p
-
-        def is_sync_method(cls_name: str, method: str) -> bool:
-            if cls_name not in m.classes:
-                return False  # imported: its rollout version is what runs (awaited as written)
-            cls = m.body[m.classes[cls_name]]
-            for stmt in _block(cls.body):
-                if isinstance(stmt, cst.FunctionDef) and stmt.name.value == method:
-                    return stmt.asynchronous is None
-            return False
-
-        awaited: set[int] = set()
-
-        class V(cst.CSTVisitor):
-            def visit_Await(self, n: cst.Await) -> None:
-                awaited.add(id(n.expression))
-
-            def visit_Call(self, n: cst.Call) -> None:
-                f = n.func
-                if id(n) in awaited:
-                    return
-                if isinstance(f, cst.Name) and f.value in m.helpers and f.value in m.functions:
-                    func = m.body[m.functions[f.value]]
-                    if isinstance(func, cst.FunctionDef) and func.asynchronous is None:
-                        p.thread_calls.add(id(n))
-                elif isinstance(f, cst.Attribute):
-                    owner = f.value
-                    cls_name = objects.get(owner.value) if isinstance(owner, cst.Name) else (
-                        owner.func.value if isinstance(owner, cst.Call) and isinstance(owner.func, cst.Name)
-                        and owner.func.value in m.runner_classes else None)
-                    if cls_name and is_sync_method(cls_name, f.attr.value):
-                        p.thread_calls.add(id(n))
-
-            def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
-                return False
-
-            def visit_Lambda(self, n: cst.Lambda) -> bool:
-                return False
-
         if self.d.kind in ("function", "script", "main") and (m.helpers or m.runner_classes):
+            awaited: set[int] = set()  # shared by the walks of all the statements
             for stmt in self.d.stmts:
-                fast_visit(stmt, V())
+                fast_visit(stmt, _SyncAgentCalls(m, self.p, objects, awaited))
 
     def run_helper(self) -> Plan:
         """A function that runs agents for a driver (a helper, a tool, a guardrail): its agents become the Osmosis
@@ -886,17 +868,10 @@ class _Planner:
         assert isinstance(func, cst.FunctionDef)
         if self.fw.has_run_site(func.body, set(self.m.agents)):
             return None
-        builds = [False]
-        fw = self.fw
-
-        class V(cst.CSTVisitor):
-            def visit_Call(self, n: cst.Call) -> None:
-                if fw.is_agent_ctor(n):
-                    builds[0] = True
-
-        fast_visit(func.body, V())
+        builds = _AgentCtors(self.fw)
+        fast_visit(func.body, builds)
         returns = _returns(func.body)
-        if not builds[0] or not returns:
+        if not builds.found or not returns:
             return None
         return func
 
@@ -1171,23 +1146,8 @@ class _Planner:
                    if any(isinstance(a.value, cst.Call) and isinstance(a.value.func, cst.Name)
                           and a.value.func.value in m.runner_classes for a in assigns)}
         out: list[cst.BaseExpression] = []
-
-        class V(cst.CSTVisitor):
-            def visit_Call(self, n: cst.Call) -> None:
-                f = n.func
-                hit = (isinstance(f, cst.Name) and f.value in m.helpers) or (
-                    isinstance(f, cst.Attribute) and (
-                        (isinstance(f.value, cst.Name) and f.value.value in objects)
-                        or (isinstance(f.value, cst.Call) and isinstance(f.value.func, cst.Name)
-                            and f.value.func.value in m.runner_classes)
-                    )
-                )
-                positional = [a for a in n.args if a.keyword is None and not a.star]
-                if hit and positional:
-                    out.append(positional[0].value)
-
         for stmt in self.d.stmts:
-            fast_visit(stmt, V())
+            fast_visit(stmt, _IndirectInputs(m, objects, out))
         self._indirect = out
         return out
 
@@ -1446,6 +1406,81 @@ class _Planner:
             self.problem(problem)
 
 
+class _IndirectInputs(cst.CSTVisitor):
+    """The first positional argument of each call of a helper or of a method of a runner class's object (built inline
+    or held in a variable of ``objects``), appended to ``out``."""
+
+    def __init__(self, m: ModuleModel, objects: set[str], out: list[cst.BaseExpression]) -> None:
+        super().__init__()
+        self.m = m
+        self.objects = objects
+        self.out = out
+
+    def visit_Call(self, n: cst.Call) -> None:
+        m = self.m
+        f = n.func
+        hit = (isinstance(f, cst.Name) and f.value in m.helpers) or (
+            isinstance(f, cst.Attribute) and (
+                (isinstance(f.value, cst.Name) and f.value.value in self.objects)
+                or (isinstance(f.value, cst.Call) and isinstance(f.value.func, cst.Name)
+                    and f.value.func.value in m.runner_classes)
+            )
+        )
+        positional = [a for a in n.args if a.keyword is None and not a.star]
+        if hit and positional:
+            self.out.append(positional[0].value)
+
+
+class _SyncAgentCalls(cst.CSTVisitor):
+    """The calls not awaited (``awaited``: ids of awaited expressions met so far) of a sync helper or of a sync method
+    of a runner class (through ``objects``: variable → its class), added to ``p.thread_calls``; nested functions and
+    lambdas are not entered."""
+
+    def __init__(self, m: ModuleModel, p: Plan, objects: dict[str, str], awaited: set[int]) -> None:
+        super().__init__()
+        self.m = m
+        self.p = p
+        self.objects = objects
+        self.awaited = awaited
+
+    def visit_Await(self, n: cst.Await) -> None:
+        self.awaited.add(id(n.expression))
+
+    def visit_Call(self, n: cst.Call) -> None:
+        m, p = self.m, self.p
+        f = n.func
+        if id(n) in self.awaited:
+            return
+        if isinstance(f, cst.Name) and f.value in m.helpers and f.value in m.functions:
+            func = m.body[m.functions[f.value]]
+            if isinstance(func, cst.FunctionDef) and func.asynchronous is None:
+                p.thread_calls.add(id(n))
+        elif isinstance(f, cst.Attribute):
+            owner = f.value
+            cls_name = self.objects.get(owner.value) if isinstance(owner, cst.Name) else (
+                owner.func.value if isinstance(owner, cst.Call) and isinstance(owner.func, cst.Name)
+                and owner.func.value in m.runner_classes else None)
+            if cls_name and _is_sync_method(m, cls_name, f.attr.value):
+                p.thread_calls.add(id(n))
+
+    def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_Lambda(self, n: cst.Lambda) -> bool:
+        return False
+
+
+def _is_sync_method(m: ModuleModel, cls_name: str, method: str) -> bool:
+    """``method`` of the module's class ``cls_name`` is a plain (not async) def."""
+    if cls_name not in m.classes:
+        return False  # imported: its rollout version is what runs (awaited as written)
+    cls = m.body[m.classes[cls_name]]
+    for stmt in _block(cls.body):
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == method:
+            return stmt.asynchronous is None
+    return False
+
+
 def plan_driver(model: ModuleModel, fw: "Framework", driver: Driver, target: str = "0.2") -> Plan:
     """The plan for one driver (see the module docstring); ``plan.problems`` lists why it cannot be migrated."""
     return _Planner(model, fw, driver, target).run()
@@ -1459,38 +1494,52 @@ _simple_assign_target = assigned_name  # ``X`` of a statement line ``X = value``
 
 def _calls_only(stmt: cst.CSTNode, name: str) -> bool:
     """A module-level statement whose references to ``name`` are calls (``asyncio.run(main())``, ``main()``)."""
-    ok = [True]
+    visitor = _OnlyCalled(name)
+    fast_visit(stmt, visitor)
+    return visitor.ok
 
-    class V(cst.CSTVisitor):
-        def visit_Call(self, n: cst.Call) -> bool:
-            if isinstance(n.func, cst.Name) and n.func.value == name:
-                for a in n.args:
-                    fast_visit(a, self)
-                return False
-            return True
 
-        def visit_Attribute(self, n: cst.Attribute) -> bool:
-            fast_visit(n.value, self)
+class _OnlyCalled(cst.CSTVisitor):
+    """``ok`` stays True while every mention of ``name`` is the callee of a call (attribute names are not mentions)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+        self.ok = True
+
+    def visit_Call(self, n: cst.Call) -> bool:
+        if isinstance(n.func, cst.Name) and n.func.value == self.name:
+            for a in n.args:
+                fast_visit(a, self)
             return False
+        return True
 
-        def visit_Name(self, n: cst.Name) -> None:
-            if n.value == name:
-                ok[0] = False
+    def visit_Attribute(self, n: cst.Attribute) -> bool:
+        fast_visit(n.value, self)
+        return False
 
-    fast_visit(stmt, V())
-    return ok[0]
+    def visit_Name(self, n: cst.Name) -> None:
+        if n.value == self.name:
+            self.ok = False
 
 
 def _calls_of(node: cst.CSTNode, name: str) -> list[cst.Call]:
     out: list[cst.Call] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Call(self, n: cst.Call) -> None:
-            if isinstance(n.func, cst.Name) and n.func.value == name:
-                out.append(n)
-
-    fast_visit(node, V())
+    fast_visit(node, _CallsOf(name, out))
     return out
+
+
+class _CallsOf(cst.CSTVisitor):
+    """The calls of the plain name ``name`` (``name(...)``), appended to ``out``."""
+
+    def __init__(self, name: str, out: list[cst.Call]) -> None:
+        super().__init__()
+        self.name = name
+        self.out = out
+
+    def visit_Call(self, n: cst.Call) -> None:
+        if isinstance(n.func, cst.Name) and n.func.value == self.name:
+            self.out.append(n)
 
 
 _PROCESS_WORDS = re.compile(r"input|exit|quit|sleep|getpass|confirm|prompt|ask|argv|uvicorn|serve|argparse|launch")
@@ -1528,31 +1577,46 @@ def _is_expr_stmt_of(stmt: cst.CSTNode, call: cst.Call) -> bool:
 def _self_assignments(method: cst.FunctionDef) -> list[tuple[str, cst.BaseExpression]]:
     """``("self.x", value)`` for every ``self.x = value`` in ``method``."""
     out: list[tuple[str, cst.BaseExpression]] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Assign(self, n: cst.Assign) -> None:
-            for t in n.targets:
-                if isinstance(t.target, cst.Attribute) and isinstance(t.target.value, cst.Name) \
-                        and t.target.value.value == "self":
-                    out.append((f"self.{t.target.attr.value}", n.value))
-
-        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
-            return n is method
-
-    fast_visit(method, V())
+    fast_visit(method, _SelfAssignments(method, out))
     return out
 
 
+class _SelfAssignments(cst.CSTVisitor):
+    """``("self.x", value)`` of each ``self.x = value`` in ``method`` (not in its nested functions), appended to
+    ``out``."""
+
+    def __init__(self, method: cst.FunctionDef, out: list[tuple[str, cst.BaseExpression]]) -> None:
+        super().__init__()
+        self.method = method
+        self.out = out
+
+    def visit_Assign(self, n: cst.Assign) -> None:
+        for t in n.targets:
+            if isinstance(t.target, cst.Attribute) and isinstance(t.target.value, cst.Name) \
+                    and t.target.value.value == "self":
+                self.out.append((f"self.{t.target.attr.value}", n.value))
+
+    def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+        return n is self.method
+
+
 def _builds_agent(method: cst.FunctionDef, fw: "Framework") -> bool:
-    found = [False]
+    visitor = _AgentCtors(fw)
+    fast_visit(method.body, visitor)
+    return visitor.found
 
-    class V(cst.CSTVisitor):
-        def visit_Call(self, n: cst.Call) -> None:
-            if fw.is_agent_ctor(n):
-                found[0] = True
 
-    fast_visit(method.body, V())
-    return found[0]
+class _AgentCtors(cst.CSTVisitor):
+    """Whether the code calls an agent constructor of ``fw`` (``found``)."""
+
+    def __init__(self, fw: "Framework") -> None:
+        super().__init__()
+        self.fw = fw
+        self.found = False
+
+    def visit_Call(self, n: cst.Call) -> None:
+        if self.fw.is_agent_ctor(n):
+            self.found = True
 
 
 def _describe_stmt(stmt: cst.CSTNode) -> str:
@@ -1565,93 +1629,129 @@ def _describe_stmt(stmt: cst.CSTNode) -> str:
 
 def _returns(body: cst.CSTNode) -> list[cst.Return]:
     out: list[cst.Return] = []
-
-    class V(cst.CSTVisitor):
-        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
-            return False
-
-        def visit_Lambda(self, n: cst.Lambda) -> bool:
-            return False
-
-        def visit_Return(self, n: cst.Return) -> None:
-            if n.value is not None:
-                out.append(n)
-
-    fast_visit(body, V())
+    fast_visit(body, _Returns(out))
     return out
+
+
+class _Returns(cst.CSTVisitor):
+    """The ``return value`` statements (not a bare ``return``) outside nested functions and lambdas, appended to
+    ``out``."""
+
+    def __init__(self, out: list[cst.Return]) -> None:
+        super().__init__()
+        self.out = out
+
+    def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_Lambda(self, n: cst.Lambda) -> bool:
+        return False
+
+    def visit_Return(self, n: cst.Return) -> None:
+        if n.value is not None:
+            self.out.append(n)
 
 
 def _subexpr_codes(node: cst.CSTNode) -> list[str]:
     """Source text of every Attribute / Subscript / Call / Name under ``node`` (to find an input expression)."""
     out: list[str] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Attribute(self, n: cst.Attribute) -> None:
-            out.append(code(n, 400))
-
-        def visit_Subscript(self, n: cst.Subscript) -> None:
-            out.append(code(n, 400))
-
-        def visit_Call(self, n: cst.Call) -> None:
-            out.append(code(n, 400))
-
-        def visit_Name(self, n: cst.Name) -> None:
-            out.append(n.value)
-
-    fast_visit(node, V())
+    fast_visit(node, _SubexprCodes(out))
     return out
+
+
+class _SubexprCodes(cst.CSTVisitor):
+    """The source text of every Attribute / Subscript / Call / Name met, appended to ``out``."""
+
+    def __init__(self, out: list[str]) -> None:
+        super().__init__()
+        self.out = out
+
+    def visit_Attribute(self, n: cst.Attribute) -> None:
+        self.out.append(code(n, 400))
+
+    def visit_Subscript(self, n: cst.Subscript) -> None:
+        self.out.append(code(n, 400))
+
+    def visit_Call(self, n: cst.Call) -> None:
+        self.out.append(code(n, 400))
+
+    def visit_Name(self, n: cst.Name) -> None:
+        self.out.append(n.value)
 
 
 def _access_around(root: cst.CSTNode, name: cst.Name) -> Optional[cst.BaseExpression]:
     """The access ``name.x`` / ``name["k"]`` / ``name.get("k"[, default])`` that contains ``name`` under ``root``."""
-    found: list[Optional[cst.BaseExpression]] = [None]
-
-    class V(cst.CSTVisitor):
-        def visit_Call(self, n: cst.Call) -> None:
-            f = n.func
-            if isinstance(f, cst.Attribute) and f.value is name and f.attr.value == "get" and n.args \
-                    and isinstance(n.args[0].value, cst.SimpleString):
-                found[0] = n
-
-        def visit_Subscript(self, n: cst.Subscript) -> None:
-            if n.value is name and len(n.slice) == 1 and isinstance(n.slice[0].slice, cst.Index) \
-                    and isinstance(n.slice[0].slice.value, cst.SimpleString):
-                found[0] = n
-
-        def visit_Attribute(self, n: cst.Attribute) -> None:
-            if n.value is name and found[0] is None:
-                found[0] = n
-
-    fast_visit(root, V())
-    res = found[0]
+    visitor = _AccessAround(name)
+    fast_visit(root, visitor)
+    res = visitor.found
     if isinstance(res, cst.Attribute) and res.attr.value == "get":
         return None
     return res
 
 
+class _AccessAround(cst.CSTVisitor):
+    """The access around the node ``name`` (by identity): ``name.get("k", …)`` or ``name["k"]`` (the last met), else
+    the first ``name.x`` (``found``)."""
+
+    def __init__(self, name: cst.Name) -> None:
+        super().__init__()
+        self.name = name
+        self.found: Optional[cst.BaseExpression] = None
+
+    def visit_Call(self, n: cst.Call) -> None:
+        f = n.func
+        if isinstance(f, cst.Attribute) and f.value is self.name and f.attr.value == "get" and n.args \
+                and isinstance(n.args[0].value, cst.SimpleString):
+            self.found = n
+
+    def visit_Subscript(self, n: cst.Subscript) -> None:
+        if n.value is self.name and len(n.slice) == 1 and isinstance(n.slice[0].slice, cst.Index) \
+                and isinstance(n.slice[0].slice.value, cst.SimpleString):
+            self.found = n
+
+    def visit_Attribute(self, n: cst.Attribute) -> None:
+        if n.value is self.name and self.found is None:
+            self.found = n
+
+
 def _attributes_of(stmt: cst.CSTNode, var: str) -> list[str]:
     out: list[str] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Attribute(self, n: cst.Attribute) -> None:
-            if isinstance(n.value, cst.Name) and n.value.value == var:
-                out.append(n.attr.value)
-
-    fast_visit(stmt, V())
+    fast_visit(stmt, _AttributesOf(var, out))
     return out
+
+
+class _AttributesOf(cst.CSTVisitor):
+    """The attribute name ``x`` of each ``var.x`` met, appended to ``out``."""
+
+    def __init__(self, var: str, out: list[str]) -> None:
+        super().__init__()
+        self.var = var
+        self.out = out
+
+    def visit_Attribute(self, n: cst.Attribute) -> None:
+        if isinstance(n.value, cst.Name) and n.value.value == self.var:
+            self.out.append(n.attr.value)
 
 
 def _attribute_nodes(stmts: Sequence[cst.CSTNode], var: Optional[str], attr: str) -> list[cst.Attribute]:
     out: list[cst.Attribute] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Attribute(self, n: cst.Attribute) -> None:
-            if isinstance(n.value, cst.Name) and n.value.value == var and n.attr.value == attr:
-                out.append(n)
-
     for s in stmts:
-        fast_visit(s, V())
+        fast_visit(s, _AttributeNodes(var, attr, out))
     return out
+
+
+class _AttributeNodes(cst.CSTVisitor):
+    """The ``var.attr`` nodes met, appended to ``out``."""
+
+    def __init__(self, var: Optional[str], attr: str, out: list[cst.Attribute]) -> None:
+        super().__init__()
+        self.var = var
+        self.attr = attr
+        self.out = out
+
+    def visit_Attribute(self, n: cst.Attribute) -> None:
+        if isinstance(n.value, cst.Name) and n.value.value == self.var and n.attr.value == self.attr:
+            self.out.append(n)
 
 
 def _is_parser_stmt(stmt: cst.CSTNode, args_var: Optional[str]) -> bool:
