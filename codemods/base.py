@@ -279,53 +279,56 @@ class RuleContext:
 def statement_lines(module: cst.Module, tree: ast.Module) -> dict[int, int]:
     """id(libcst statement / small statement) → line, by walking both statement trees in parallel."""
     out: dict[int, int] = {}
-
-    def suite(block: cst.BaseSuite) -> list:
-        if isinstance(block, cst.IndentedBlock):
-            return list(block.body)
-        return [cst.SimpleStatementLine(body=list(block.body))] if isinstance(block, cst.SimpleStatementSuite) else []
-
-    def walk(cst_stmts: Sequence[cst.CSTNode], ast_stmts: Sequence[ast.stmt]) -> None:
-        ai = 0
-        for stmt in cst_stmts:
-            if ai >= len(ast_stmts):
-                return
-            if isinstance(stmt, cst.SimpleStatementLine):
-                out[id(stmt)] = ast_stmts[ai].lineno
-                for small in stmt.body:
-                    if ai < len(ast_stmts):
-                        out[id(small)] = ast_stmts[ai].lineno
-                    ai += 1
-                continue
-            a = ast_stmts[ai]
-            ai += 1
-            out[id(stmt)] = a.lineno
-            body = getattr(stmt, "body", None)
-            if isinstance(body, cst.SimpleStatementSuite):
-                for small in body.body:
-                    out[id(small)] = a.lineno
-            elif isinstance(body, cst.IndentedBlock) and hasattr(a, "body"):
-                walk(body.body, a.body)
-            if isinstance(stmt, cst.If) and stmt.orelse is not None:
-                if isinstance(stmt.orelse, cst.If):
-                    walk([stmt.orelse], a.orelse)
-                else:
-                    walk(suite(stmt.orelse.body), a.orelse)
-            elif isinstance(stmt, (cst.For, cst.While)) and stmt.orelse is not None:
-                walk(suite(stmt.orelse.body), a.orelse)
-            elif isinstance(stmt, (cst.Try, cst.TryStar)) and hasattr(a, "handlers"):
-                for h, ah in zip(stmt.handlers, a.handlers):
-                    walk(suite(h.body), ah.body)
-                if stmt.orelse is not None:
-                    walk(suite(stmt.orelse.body), a.orelse)
-                if stmt.finalbody is not None:
-                    walk(suite(stmt.finalbody.body), a.finalbody)
-
     try:
-        walk(module.body, tree.body)
+        _statement_lines_walk(module.body, tree.body, out)
     except (AttributeError, TypeError):  # shapes disagree somewhere: lines stay unknown there
         pass
     return out
+
+
+def _suite_statements(block: cst.BaseSuite) -> list:
+    """The statements of a block, a one-line suite as one statement line (for :func:`statement_lines`)."""
+    if isinstance(block, cst.IndentedBlock):
+        return list(block.body)
+    return [cst.SimpleStatementLine(body=list(block.body))] if isinstance(block, cst.SimpleStatementSuite) else []
+
+
+def _statement_lines_walk(cst_stmts: Sequence[cst.CSTNode], ast_stmts: Sequence[ast.stmt], out: dict[int, int]) -> None:
+    """Fill ``out`` (id of a libcst statement → line) from two parallel statement lists, recursing into bodies."""
+    ai = 0
+    for stmt in cst_stmts:
+        if ai >= len(ast_stmts):
+            return
+        if isinstance(stmt, cst.SimpleStatementLine):
+            out[id(stmt)] = ast_stmts[ai].lineno
+            for small in stmt.body:
+                if ai < len(ast_stmts):
+                    out[id(small)] = ast_stmts[ai].lineno
+                ai += 1
+            continue
+        a = ast_stmts[ai]
+        ai += 1
+        out[id(stmt)] = a.lineno
+        body = getattr(stmt, "body", None)
+        if isinstance(body, cst.SimpleStatementSuite):
+            for small in body.body:
+                out[id(small)] = a.lineno
+        elif isinstance(body, cst.IndentedBlock) and hasattr(a, "body"):
+            _statement_lines_walk(body.body, a.body, out)
+        if isinstance(stmt, cst.If) and stmt.orelse is not None:
+            if isinstance(stmt.orelse, cst.If):
+                _statement_lines_walk([stmt.orelse], a.orelse, out)
+            else:
+                _statement_lines_walk(_suite_statements(stmt.orelse.body), a.orelse, out)
+        elif isinstance(stmt, (cst.For, cst.While)) and stmt.orelse is not None:
+            _statement_lines_walk(_suite_statements(stmt.orelse.body), a.orelse, out)
+        elif isinstance(stmt, (cst.Try, cst.TryStar)) and hasattr(a, "handlers"):
+            for h, ah in zip(stmt.handlers, a.handlers):
+                _statement_lines_walk(_suite_statements(h.body), ah.body, out)
+            if stmt.orelse is not None:
+                _statement_lines_walk(_suite_statements(stmt.orelse.body), a.orelse, out)
+            if stmt.finalbody is not None:
+                _statement_lines_walk(_suite_statements(stmt.finalbody.body), a.finalbody, out)
 
 
 class Rule(ABC):
@@ -557,24 +560,25 @@ def _iter_imports(module: cst.Module) -> list[Union[cst.Import, cst.ImportFrom]]
     (``try: import x except ImportError``, ``if TYPE_CHECKING:``). Imports inside functions are not considered:
     scanning statements only keeps the rules' cost independent of the size of the code."""
     found: list[Union[cst.Import, cst.ImportFrom]] = []
-
-    def scan(stmts: Sequence[cst.CSTNode], depth: int) -> None:
-        for stmt in stmts:
-            if isinstance(stmt, cst.SimpleStatementLine):
-                found.extend(s for s in stmt.body if isinstance(s, (cst.Import, cst.ImportFrom)))
-            elif depth < 3 and isinstance(stmt, (cst.If, cst.Try, cst.TryStar, cst.Else, cst.ExceptHandler, cst.Finally)):
-                body = getattr(stmt, "body", None)
-                if isinstance(body, cst.IndentedBlock):
-                    scan(body.body, depth + 1)
-                for extra in ("orelse", "finalbody"):
-                    part = getattr(stmt, extra, None)
-                    if part is not None:
-                        scan([part], depth + 1)
-                for handler in getattr(stmt, "handlers", ()):
-                    scan([handler], depth + 1)
-
-    scan(module.body, 0)
+    _scan_imports(module.body, 0, found)
     return found
+
+
+def _scan_imports(stmts: Sequence[cst.CSTNode], depth: int, found: list[Union[cst.Import, cst.ImportFrom]]) -> None:
+    """Append to ``found`` the imports of ``stmts``, in order, looking into ``if``/``try`` blocks up to depth 3."""
+    for stmt in stmts:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            found.extend(s for s in stmt.body if isinstance(s, (cst.Import, cst.ImportFrom)))
+        elif depth < 3 and isinstance(stmt, (cst.If, cst.Try, cst.TryStar, cst.Else, cst.ExceptHandler, cst.Finally)):
+            body = getattr(stmt, "body", None)
+            if isinstance(body, cst.IndentedBlock):
+                _scan_imports(body.body, depth + 1, found)
+            for extra in ("orelse", "finalbody"):
+                part = getattr(stmt, extra, None)
+                if part is not None:
+                    _scan_imports([part], depth + 1, found)
+            for handler in getattr(stmt, "handlers", ()):
+                _scan_imports([handler], depth + 1, found)
 
 
 # --------------------------------------------------------------------------------------------------- imports
@@ -709,25 +713,31 @@ def statement_names(node: cst.CSTNode) -> set[str]:
     """:func:`used_names` of any node: every Name under it outside import statements, attribute and keyword names
     included, and string literals that read as an identifier."""
     seen: set[str] = set()
-
-    class _Names(cst.CSTVisitor):
-        def visit_Import(self, node: cst.Import) -> bool:
-            return False
-
-        def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-            return False
-
-        def visit_Name(self, node: cst.Name) -> None:
-            seen.add(node.value)
-
-        def visit_SimpleString(self, node: cst.SimpleString) -> None:
-            # names in string annotations / __all__ count as uses (conservative)
-            val = node.value.strip("\"'rbuRBU")
-            if val.isidentifier():
-                seen.add(val)
-
-    fast_visit(node, _Names())
+    fast_visit(node, _StatementNames(seen))
     return seen
+
+
+class _StatementNames(cst.CSTVisitor):
+    """Collects into ``seen`` the Names outside imports and the string literals that read as identifiers."""
+
+    def __init__(self, seen: set[str]) -> None:
+        super().__init__()
+        self.seen = seen
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.seen.add(node.value)
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        # names in string annotations / __all__ count as uses (conservative)
+        val = node.value.strip("\"'rbuRBU")
+        if val.isidentifier():
+            self.seen.add(val)
 
 
 def remove_unused_imports(
