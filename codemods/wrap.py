@@ -186,19 +186,21 @@ def _prompt_text(prompt) -> str:
 
 def _strip_comments(node: cst.CSTNode) -> cst.CSTNode:
     """A copy of ``node`` without comments (a copy must not duplicate the original's comments)."""
+    return node.visit(_StripComments())
 
-    class Strip(cst.CSTTransformer):
-        def leave_EmptyLine(self, original: cst.EmptyLine, updated: cst.EmptyLine):
-            if updated.comment is not None:
-                return cst.RemoveFromParent()
-            return updated
 
-        def leave_TrailingWhitespace(self, original: cst.TrailingWhitespace, updated: cst.TrailingWhitespace):
-            if updated.comment is not None:
-                return updated.with_changes(comment=None, whitespace=cst.SimpleWhitespace(""))
-            return updated
+class _StripComments(cst.CSTTransformer):
+    """Drops comment lines and trailing comments (for :func:`_strip_comments`)."""
 
-    return node.visit(Strip())
+    def leave_EmptyLine(self, original: cst.EmptyLine, updated: cst.EmptyLine):
+        if updated.comment is not None:
+            return cst.RemoveFromParent()
+        return updated
+
+    def leave_TrailingWhitespace(self, original: cst.TrailingWhitespace, updated: cst.TrailingWhitespace):
+        if updated.comment is not None:
+            return updated.with_changes(comment=None, whitespace=cst.SimpleWhitespace(""))
+        return updated
 
 
 def keep_comments(original: cst.CSTNode, updated):
@@ -223,16 +225,49 @@ def keep_comments(original: cst.CSTNode, updated):
 def _comments_of(node: cst.CSTNode) -> list[cst.EmptyLine]:
     """Every comment under ``node``, as comment lines (to carry the comments of code that is replaced)."""
     out: list[cst.EmptyLine] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Comment(self, n: cst.Comment) -> None:
-            out.append(cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=n))
-
-    fast_visit(node, V())
+    fast_visit(node, _CommentLines(out))
     return out
 
 
+class _CommentLines(cst.CSTVisitor):
+    """Appends to ``out`` a comment line for every comment it meets (for :func:`_comments_of`)."""
+
+    def __init__(self, out: list[cst.EmptyLine]) -> None:
+        super().__init__()
+        self.out = out
+
+    def visit_Comment(self, n: cst.Comment) -> None:
+        self.out.append(cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=n))
+
+
 # ------------------------------------------------------------------------------------------------ the framework
+
+
+class _RunSiteCollector(cst.CSTVisitor):
+    """Tracks the names that get agents; sets ``found`` at the first run site (for Framework.has_run_site)."""
+
+    def __init__(self, fw: "Framework", agents: set[str], producers: Sequence[str]) -> None:
+        super().__init__()
+        self.fw = fw
+        self.agents = agents
+        self.producers = producers
+        self.found = False
+
+    def visit_Assign(self, n: cst.Assign) -> None:
+        if isinstance(n.value, cst.Call) and (self.fw.is_agent_ctor(n.value) or (
+            isinstance(n.value.func, cst.Name) and n.value.func.value in self.producers
+        )):
+            for t in n.targets:
+                if isinstance(t.target, cst.Name):
+                    self.agents.add(t.target.value)
+                elif isinstance(t.target, cst.Attribute) and isinstance(t.target.value, cst.Name) \
+                        and t.target.value.value == "self":
+                    self.agents.add(f"self.{t.target.attr.value}")  # kept on the object
+
+    def visit_Call(self, n: cst.Call) -> bool:
+        if self.fw.run_shape(n, self.agents) is not None:
+            self.found = True
+        return not self.found
 
 
 class Framework(ABC):
@@ -304,32 +339,12 @@ class Framework(ABC):
 
     def has_run_site(self, node: cst.CSTNode, module_agents: set[str], producers: Sequence[str] = ()) -> bool:
         """Whether ``node`` contains a run site (agents built in it, or got from a ``producers`` factory, count)."""
-        fw = self
-        agents = set(module_agents)
-
-        class Collect(cst.CSTVisitor):
-            def visit_Assign(self, n: cst.Assign) -> None:
-                if isinstance(n.value, cst.Call) and (fw.is_agent_ctor(n.value) or (
-                    isinstance(n.value.func, cst.Name) and n.value.func.value in producers
-                )):
-                    for t in n.targets:
-                        if isinstance(t.target, cst.Name):
-                            agents.add(t.target.value)
-                        elif isinstance(t.target, cst.Attribute) and isinstance(t.target.value, cst.Name) \
-                                and t.target.value.value == "self":
-                            agents.add(f"self.{t.target.attr.value}")  # kept on the object
-
-            def visit_Call(self, n: cst.Call) -> bool:
-                if fw.run_shape(n, agents) is not None:
-                    found[0] = True
-                return not found[0]
-
-        found = [False]
         key = (id(node), frozenset(module_agents), tuple(producers))
-        cache = fw.__dict__.setdefault("_run_site_cache", {})
+        cache = self.__dict__.setdefault("_run_site_cache", {})
         if key not in cache:
-            fast_visit(node, Collect())  # one pass: assignments are seen before the calls that follow them
-            cache[key] = found[0]
+            collect = _RunSiteCollector(self, set(module_agents), producers)
+            fast_visit(node, collect)  # one pass: assignments are seen before the calls that follow them
+            cache[key] = collect.found
         return cache[key]
 
     # -- planning hooks (the planner asks these)
@@ -396,6 +411,31 @@ class Framework(ABC):
 # ------------------------------------------------------------------------------------------------ emitting
 
 
+def _mark_hot(node: cst.CSTNode, hot: set[int], ids: set[int], names: set[str], types: tuple[type, ...],
+              fw: Framework, p: Plan) -> bool:
+    """Add to ``hot`` the ids of the nodes under ``node`` (itself included) that a handler of :class:`_Emit` may
+    change, and of their ancestors; whether ``node`` is one (see :meth:`_Emit.prepare`)."""
+    # exact type checks: these node classes have no subclasses (and isinstance on libcst's ABCs is slow);
+    # whitespace is never hot (no handler changes it, a plan keys no whitespace node): not walked
+    found = False
+    for child in visit_children(node, False):
+        if _mark_hot(child, hot, ids, names, types, fw, p):
+            found = True
+    if not found:
+        kind = type(node)
+        if id(node) in ids or kind in types:
+            found = True
+        elif kind is cst.Name:
+            found = node.value in names
+        elif kind is cst.Call:
+            func = node.func
+            found = (type(func) is cst.Name and func.value in p.factories) \
+                or fw.table.resolve(func) == "asyncio.run"
+    if found:
+        hot.add(id(node))
+    return found
+
+
 class _Emit(cst.CSTTransformer):
     """Applies one plan to the statements of a driver (identities of the input nodes key the plan)."""
 
@@ -429,30 +469,7 @@ class _Emit(cst.CSTTransformer):
         is not descended into (``on_visit`` returns False): libcst then keeps it as it is instead of rebuilding it
         node by node, which was most of the emitter's cost. A handler still runs on such a node itself, and finds
         nothing to do there (that is what unmarked means)."""
-        hot, ids, names, types, fw, p = self.hot, self.hot_ids, self.hot_names, self.hot_types, self.fw, self.p
-
-        # exact type checks: these node classes have no subclasses (and isinstance on libcst's ABCs is slow);
-        # whitespace is never hot (no handler changes it, a plan keys no whitespace node): not walked
-        def mark(node: cst.CSTNode) -> bool:
-            found = False
-            for child in visit_children(node, False):
-                if mark(child):
-                    found = True
-            if not found:
-                kind = type(node)
-                if id(node) in ids or kind in types:
-                    found = True
-                elif kind is cst.Name:
-                    found = node.value in names
-                elif kind is cst.Call:
-                    func = node.func
-                    found = (type(func) is cst.Name and func.value in p.factories) \
-                        or fw.table.resolve(func) == "asyncio.run"
-            if found:
-                hot.add(id(node))
-            return found
-
-        mark(stmt)
+        _mark_hot(stmt, self.hot, self.hot_ids, self.hot_names, self.hot_types, self.fw, self.p)
 
     def lose(self, node: cst.CSTNode) -> None:
         """``node`` is dropped from the line being rewritten: its comments go above the line."""
