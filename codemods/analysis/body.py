@@ -508,28 +508,40 @@ class NameReferences(cst.CSTVisitor):
 def names_in(node: cst.CSTNode) -> list[cst.Name]:
     """Name references under ``node`` (not attribute names after a dot, not keyword names)."""
     out: list[cst.Name] = []
-
-    class V(NameReferences):
-        def visit_Name(self, n: cst.Name) -> None:
-            out.append(n)
-
-    fast_visit(node, V())
+    fast_visit(node, _NameCollector(out))
     return out
+
+
+class _NameCollector(NameReferences):
+    """Appends every name reference it meets to ``out`` (for :func:`names_in`)."""
+
+    def __init__(self, out: list[cst.Name]) -> None:
+        super().__init__()
+        self.out = out
+
+    def visit_Name(self, n: cst.Name) -> None:
+        self.out.append(n)
 
 
 def contains(node: cst.CSTNode, target: cst.CSTNode) -> bool:
     """Whether ``target`` (by identity) is ``node`` or under it."""
-    found = False
+    finder = _NodeFinder(target)
+    fast_visit(node, finder)
+    return finder.found
 
-    class V(cst.CSTVisitor):
-        def on_visit(self, n: cst.CSTNode) -> bool:
-            nonlocal found
-            if n is target:
-                found = True
-            return not found
 
-    fast_visit(node, V())
-    return found
+class _NodeFinder(cst.CSTVisitor):
+    """Sets ``found`` on meeting ``target`` (by identity), then descends no further (for :func:`contains`)."""
+
+    def __init__(self, target: cst.CSTNode) -> None:
+        super().__init__()
+        self.target = target
+        self.found = False
+
+    def on_visit(self, n: cst.CSTNode) -> bool:
+        if n is self.target:
+            self.found = True
+        return not self.found
 
 
 def is_string(expr: cst.BaseExpression) -> bool:
