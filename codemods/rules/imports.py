@@ -87,76 +87,7 @@ class ImportsRule(Rule):
         bound = {*table.names.values(), *table.modules.values()}
         attributes = any(old == q or old.startswith(q + ".") for q in bound for old, _ in MOVED)
 
-        class _Rewrite(cst.CSTTransformer):
-            def on_visit(self, node: cst.CSTNode) -> bool:
-                if not attributes and isinstance(node, (cst.SimpleStatementLine, cst.BaseExpression)):
-                    return False  # statements hold statements; a line's import is read by its leave hook below
-                return super().on_visit(node)
-
-            def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
-                if len(updated.body) != 1 or not isinstance(updated.body[0], cst.ImportFrom) or has_skip_marker(original):
-                    return updated
-                imp = updated.body[0]
-                if imp.relative or imp.module is None or isinstance(imp.names, cst.ImportStar):
-                    return updated
-                mod = dotted_name(imp.module)
-                keep: list[cst.ImportAlias] = []
-                moved: dict[str, list[cst.ImportAlias]] = {}
-                todos: list[str] = []
-                for alias in imp.names:
-                    name = dotted_name(alias.name) or ""
-                    target = MOVED.get((mod, name))
-                    if target is None:
-                        keep.append(alias)
-                        if (mod, name) in REMOVED:
-                            todos.append(REMOVED[(mod, name)])
-                        continue
-                    moved.setdefault(target, []).append(alias)
-                    ctx.edit("OM401", original, f"`{name}` now imported from {target}")
-                out: list[cst.BaseStatement] = []
-                if keep:
-                    # the last kept name takes the layout of the original last name (trailing comma in parens)
-                    keep[-1] = keep[-1].with_changes(comma=imp.names[-1].comma)
-                    new_imp = imp.with_changes(names=keep) if moved else imp
-                    out.append(updated.with_changes(body=[new_imp]))
-                for target, aliases in moved.items():
-                    aliases = [a.with_changes(comma=_comma()) for a in aliases]
-                    aliases[-1] = aliases[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-                    stmt = cst.SimpleStatementLine(
-                        body=[cst.ImportFrom(module=cst.parse_expression(target), names=aliases)]
-                    )
-                    if not out:
-                        stmt = stmt.with_changes(leading_lines=updated.leading_lines)
-                    out.append(stmt)
-                for reason in todos:
-                    out[0] = with_todo_comment(out[0], "OM490", reason)
-                    ctx.todo("OM490", original, reason)
-                if len(out) == 1:
-                    return out[0]
-                return cst.FlattenSentinel(out)
-
-            def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute):
-                # `m.OsmosisStrandsAgent` with `import osmosis_ai.rollout as m` → the name, imported from its home
-                resolved = table.resolve(original)
-                if resolved is None:
-                    return updated
-                mod, _, name = resolved.rpartition(".")
-                target = MOVED.get((mod, name))
-                if target is None:
-                    return updated
-                bound = table.names.get(name)
-                if bound is not None and bound != f"{target}.{name}" and bound != resolved:
-                    return updated  # the bare name means something else here: leave it
-                head = original
-                while isinstance(head, cst.Attribute):
-                    head = head.value
-                if isinstance(head, cst.Name):
-                    maybe_unused.add(head.value)
-                needed.append((target, name))
-                ctx.edit("OM401", original, f"`{dotted_name(original)}` → `{name}` from {target}")
-                return cst.Name(name)
-
-        new = module.visit(_Rewrite())
+        new = module.visit(_MovedImportsRewriter(table, ctx, attributes, maybe_unused, needed))
         # star imports: the moved names the module uses get an explicit import
         for star in table.stars:
             for (old, name), target in MOVED.items():
@@ -183,6 +114,87 @@ class ImportsRule(Rule):
         if any(q.endswith(".RolloutAgentLoop") for q in table.names.values()):
             return module  # a legacy loop file: the legacy-loop rule decides (a loop left as it is keeps its imports)
         return inline_legacy_helpers(module, ctx, "OM403")
+
+
+class _MovedImportsRewriter(cst.CSTTransformer):
+    """Rewrites moved ``from … import`` lines and ``m.Name`` attributes to current paths (for ImportsRule)."""
+
+    def __init__(self, table: ImportTable, ctx: RuleContext, attributes: bool, maybe_unused: set[str],
+                 needed: list[tuple[str, str]]) -> None:
+        super().__init__()
+        self.table = table
+        self.ctx = ctx
+        self.attributes = attributes
+        self.maybe_unused = maybe_unused
+        self.needed = needed
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if not self.attributes and isinstance(node, (cst.SimpleStatementLine, cst.BaseExpression)):
+            return False  # statements hold statements; a line's import is read by its leave hook below
+        return super().on_visit(node)
+
+    def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
+        if len(updated.body) != 1 or not isinstance(updated.body[0], cst.ImportFrom) or has_skip_marker(original):
+            return updated
+        imp = updated.body[0]
+        if imp.relative or imp.module is None or isinstance(imp.names, cst.ImportStar):
+            return updated
+        mod = dotted_name(imp.module)
+        keep: list[cst.ImportAlias] = []
+        moved: dict[str, list[cst.ImportAlias]] = {}
+        todos: list[str] = []
+        for alias in imp.names:
+            name = dotted_name(alias.name) or ""
+            target = MOVED.get((mod, name))
+            if target is None:
+                keep.append(alias)
+                if (mod, name) in REMOVED:
+                    todos.append(REMOVED[(mod, name)])
+                continue
+            moved.setdefault(target, []).append(alias)
+            self.ctx.edit("OM401", original, f"`{name}` now imported from {target}")
+        out: list[cst.BaseStatement] = []
+        if keep:
+            # the last kept name takes the layout of the original last name (trailing comma in parens)
+            keep[-1] = keep[-1].with_changes(comma=imp.names[-1].comma)
+            new_imp = imp.with_changes(names=keep) if moved else imp
+            out.append(updated.with_changes(body=[new_imp]))
+        for target, aliases in moved.items():
+            aliases = [a.with_changes(comma=_comma()) for a in aliases]
+            aliases[-1] = aliases[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            stmt = cst.SimpleStatementLine(
+                body=[cst.ImportFrom(module=cst.parse_expression(target), names=aliases)]
+            )
+            if not out:
+                stmt = stmt.with_changes(leading_lines=updated.leading_lines)
+            out.append(stmt)
+        for reason in todos:
+            out[0] = with_todo_comment(out[0], "OM490", reason)
+            self.ctx.todo("OM490", original, reason)
+        if len(out) == 1:
+            return out[0]
+        return cst.FlattenSentinel(out)
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute):
+        # `m.OsmosisStrandsAgent` with `import osmosis_ai.rollout as m` → the name, imported from its home
+        resolved = self.table.resolve(original)
+        if resolved is None:
+            return updated
+        mod, _, name = resolved.rpartition(".")
+        target = MOVED.get((mod, name))
+        if target is None:
+            return updated
+        bound = self.table.names.get(name)
+        if bound is not None and bound != f"{target}.{name}" and bound != resolved:
+            return updated  # the bare name means something else here: leave it
+        head = original
+        while isinstance(head, cst.Attribute):
+            head = head.value
+        if isinstance(head, cst.Name):
+            self.maybe_unused.add(head.value)
+        self.needed.append((target, name))
+        self.ctx.edit("OM401", original, f"`{dotted_name(original)}` → `{name}` from {target}")
+        return cst.Name(name)
 
 
 def _merge_duplicate_from_imports(module: cst.Module, ctx: RuleContext) -> cst.Module:

@@ -382,15 +382,22 @@ SESSION_METHODS = {"get_items", "add_items", "pop_item", "clear_session", "sessi
 def _session_uses_beyond_abc(planner: "_Planner", var: str) -> Optional[str]:
     """The first attribute of session ``var`` the code uses that is not part of the Session protocol."""
     found: list[str] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Attribute(self, n: cst.Attribute) -> None:
-            if isinstance(n.value, cst.Name) and n.value.value == var and n.attr.value not in SESSION_METHODS:
-                found.append(n.attr.value)
-
     for stmt in planner.d.stmts:
-        fast_visit(stmt, V())
+        fast_visit(stmt, _NonSessionAttributes(var, found))
     return found[0] if found else None
+
+
+class _NonSessionAttributes(cst.CSTVisitor):
+    """Appends to ``found`` the attributes of session ``var`` that are not Session protocol methods."""
+
+    def __init__(self, var: str, found: list[str]) -> None:
+        super().__init__()
+        self.var = var
+        self.found = found
+
+    def visit_Attribute(self, n: cst.Attribute) -> None:
+        if isinstance(n.value, cst.Name) and n.value.value == self.var and n.attr.value not in SESSION_METHODS:
+            self.found.append(n.attr.value)
 
 
 def _assigns(stmt: cst.CSTNode, var: str) -> bool:

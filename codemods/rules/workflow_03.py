@@ -172,15 +172,7 @@ class _To03(cst.CSTTransformer):
         call, _ = parts
         sample = loop.target.elements[1].value.value
         ctx_name = loop.iter.func.value.value.value
-
-        class Swap(cst.CSTTransformer):
-            def leave_Call(self, o: cst.Call, u: cst.Call):
-                if o is call:
-                    return u.with_changes(func=u.func.with_changes(attr=cst.Name("set_reward")),
-                                          args=[u.args[1].with_changes(comma=cst.MaybeSentinel.DEFAULT)])
-                return u
-
-        body = loop.body.visit(Swap())
+        body = loop.body.visit(_SetRewardSwap(call))
         head = cst.parse_statement(f"{sample} = {ctx_name}.sample\n")
         return [head, *body.body]
 
@@ -208,6 +200,20 @@ class _To03(cst.CSTTransformer):
         if len(rewards) != 1 or len(sid_uses) != 1 or not (len(rewards[0].args) == 2 and rewards[0].args[0].value is sid_uses[0]):
             return None
         return rewards[0], it.func.value
+
+
+class _SetRewardSwap(cst.CSTTransformer):
+    """Turns the one ``call`` (by identity), ``ctx.set_sample_reward(sid, r)``, into ``ctx.set_reward(r)``."""
+
+    def __init__(self, call: cst.Call) -> None:
+        super().__init__()
+        self.call = call
+
+    def leave_Call(self, o: cst.Call, u: cst.Call):
+        if o is self.call:
+            return u.with_changes(func=u.func.with_changes(attr=cst.Name("set_reward")),
+                                  args=[u.args[1].with_changes(comma=cst.MaybeSentinel.DEFAULT)])
+        return u
 
 
 def _walk_nodes(node: cst.CSTNode):
