@@ -180,22 +180,24 @@ def _walk(node: cst.CSTNode) -> list[cst.CSTNode]:
         return hit[1][hit[2]:hit[3]]
     order: list[cst.CSTNode] = []
     fresh: list[tuple[cst.CSTNode, int, int]] = []  # (node, start, end) of the nodes listed by this walk
-
-    def visit(n: cst.CSTNode) -> None:
-        seen = _DESCENDANTS.get(id(n))
-        if seen is not None and seen[0] is n:
-            order.extend(seen[1][seen[2]:seen[3]])  # a subtree walked before: copied, not walked again
-            return
-        start = len(order)
-        order.append(n)
-        for kid in _kids(n):
-            visit(kid)
-        fresh.append((n, start, len(order)))
-
-    visit(node)
+    _walk_into(node, order, fresh)
     for n, start, end in fresh:
         _DESCENDANTS[id(n)] = (n, order, start, end)
     return order[:]
+
+
+def _walk_into(n: cst.CSTNode, order: list[cst.CSTNode], fresh: list[tuple[cst.CSTNode, int, int]]) -> None:
+    """Append ``n`` and the nodes under it to ``order`` in preorder, and to ``fresh`` (node, start, end) for every
+    node walked rather than copied from an earlier walk (for :func:`_walk`)."""
+    seen = _DESCENDANTS.get(id(n))
+    if seen is not None and seen[0] is n:
+        order.extend(seen[1][seen[2]:seen[3]])  # a subtree walked before: copied, not walked again
+        return
+    start = len(order)
+    order.append(n)
+    for kid in _kids(n):
+        _walk_into(kid, order, fresh)
+    fresh.append((n, start, len(order)))
 
 
 class walk_cache:
@@ -407,22 +409,23 @@ def _params(fn: cst.FunctionDef) -> list[str]:
 def _free_names(node: cst.CSTNode) -> list[cst.Name]:
     """Names read in ``node`` (not attribute names after a dot, not keyword-argument names)."""
     out: list[cst.Name] = []
-
-    def visit(n: cst.CSTNode) -> None:
-        if isinstance(n, cst.Name):
-            out.append(n)
-            return
-        if isinstance(n, cst.Attribute):
-            visit(n.value)
-            return
-        if isinstance(n, cst.Arg):
-            visit(n.value)
-            return
-        for c in n.children:
-            visit(c)
-
-    visit(node)
+    _free_names_into(node, out)
     return out
+
+
+def _free_names_into(n: cst.CSTNode, out: list[cst.Name]) -> None:
+    """Append to ``out`` the names read in ``n``, in order (for :func:`_free_names`)."""
+    if isinstance(n, cst.Name):
+        out.append(n)
+        return
+    if isinstance(n, cst.Attribute):
+        _free_names_into(n.value, out)
+        return
+    if isinstance(n, cst.Arg):
+        _free_names_into(n.value, out)
+        return
+    for c in n.children:
+        _free_names_into(c, out)
 
 
 def analyse(cls: cst.ClassDef, module: cst.Module, table: ImportTable, index: ModuleIndex) -> Result:

@@ -476,22 +476,23 @@ def OpenAIFunctionPropertySchema(type=None, description=None, enum=None, **extra
 def legacy_helper_statements(names: Sequence[str], module: cst.Module) -> list[cst.BaseStatement]:
     """Definitions of the legacy helpers ``names`` and those they need, dependencies first."""
     order: list[str] = []
-
-    def add(name: str) -> None:
-        if name in order:
-            return
-        for dep in LEGACY_HELPERS[name][1]:
-            add(dep)
-        order.append(name)
-
     for name in names:
-        add(name)
+        _add_helper(name, order)
     ind, nl = module.default_indent, module.default_newline
     out: list[cst.BaseStatement] = []
     for name in order:
         stmt = _parsed(LEGACY_HELPERS[name][0], ind, nl)
         out.append(stmt.with_changes(leading_lines=[cst.EmptyLine(indent=False)] * 2))
     return out
+
+
+def _add_helper(name: str, order: list[str]) -> None:
+    """Append the legacy helper ``name`` to ``order`` after those it needs, each once."""
+    if name in order:
+        return
+    for dep in LEGACY_HELPERS[name][1]:
+        _add_helper(dep, order)
+    order.append(name)
 
 
 def inline_legacy_helpers(module: cst.Module, ctx: RuleContext, code: str = "OM304") -> cst.Module:

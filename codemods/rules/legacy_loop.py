@@ -373,64 +373,8 @@ class _Migration:
                     self.wrap_after[a.value.func.value] = (id(stmt), a.targets[0].target.value)
         wrap_lines = {sid: (cname, var) for cname, (sid, var) in self.wrap_after.items()}
 
-        def process(stmts: list[cst.BaseStatement], top: bool) -> list[cst.BaseStatement]:
-            out: list[cst.BaseStatement] = []
-            for stmt in stmts:
-                if top and isinstance(stmt, cst.ClassDef) and stmt.name.value in decisions:
-                    out.extend(self.migrate_class(stmt, decisions[stmt.name.value], sites))
-                    continue
-                if top and isinstance(stmt, cst.FunctionDef) and stmt.name.value in rewritten_tools:
-                    out.append(stmt.with_changes(decorators=[rewritten_tools[stmt.name.value]]))
-                    self.ctx.edit("OM305", stmt, f"tool function {stmt.name.value} → Strands @tool (same name, description, schema)")
-                    continue
-                if top and isinstance(stmt, cst.FunctionDef) and isinstance(stmt.body, cst.IndentedBlock) and any(
-                    id(s) in site_by_stmt or id(s) in var_stmts for s in stmt.body.body
-                ):
-                    out.append(stmt.with_changes(body=stmt.body.with_changes(body=process(list(stmt.body.body), False))))
-                    continue
-                if top and stmt in nested:
-                    out.append(with_todo_comment(stmt, "OM392", "a RolloutAgentLoop subclass is defined inside this "
-                               "function: move it to module level so osmosis-migrate can migrate it, or wrap it by hand "
-                               "with osmosis_compat.adapters.loop_as_workflow (the wrap keeps it running on "
-                               "osmosis-compat only, not on the real osmosis-ai)"))
-                    self.ctx.todo("OM392", stmt, "RolloutAgentLoop subclass defined inside a function")
-                    continue
-                if top and id(stmt) in wrap_lines:
-                    cname, var = wrap_lines[id(stmt)]
-                    out += [stmt, with_todo_comment(wrap_statement(cname, var, self.module), "OM395", WRAP_TODO)]
-                    continue
-                if id(stmt) in var_stmts:
-                    site = var_stmts[id(stmt)]
-                    out.append(self.backend_for(site, decisions[site.class_name], stmt.leading_lines))
-                    continue
-                if id(stmt) in site_by_stmt:
-                    new_stmt = stmt
-                    for site in site_by_stmt[id(stmt)]:
-                        if id(site) not in self.backends:
-                            # the backend goes first: it takes the blank lines and comments above the statement
-                            out.append(self.backend_for(site, decisions[site.class_name], new_stmt.leading_lines))
-                            new_stmt = new_stmt.with_changes(leading_lines=[])
-                        new_stmt = new_stmt.visit(_SwapCall(site.call, server_call(self.backends[id(site)])))
-                        self.removed_refs.update(["create_app"])
-                        self.ctx.edit("OM303", stmt, f"create_app({site.var or site.class_name + '()'}) → "
-                                      "create_rollout_server(backend=LocalBackend(...))")
-                        if site.other:
-                            reason = (
-                                "create_app() arguments with no LocalBackend/create_rollout_server equivalent were "
-                                f"dropped: {'; '.join(site.other)} — on_startup/on_shutdown: pass "
-                                "create_rollout_server(lifespan=...); settings/record_ttl_seconds/debug_dir/api_key: "
-                                "see docs/migrate.md"
-                            )
-                            new_stmt = with_todo_comment(new_stmt, "OM391", reason)
-                            self.ctx.todo("OM391", stmt, reason)
-                    out.append(new_stmt)
-                    self.needed += [(ROLLOUT, "LocalBackend"),
-                                    (SERVER_03 if self.ctx.target == "0.3" else ROLLOUT, "create_rollout_server")]
-                    continue
-                out.append(stmt)
-            return out
-
-        body = process(list(self.module.body), True)
+        body = self._process_statements(list(self.module.body), True, decisions, sites, rewritten_tools, site_by_stmt,
+                                        var_stmts, nested, wrap_lines)
         if workflows > 1:
             first = next(i for i, s in enumerate(body) if (isinstance(s, cst.ClassDef) and s.name.value.endswith("Workflow"))
                          or (isinstance(s, cst.SimpleStatementLine) and isinstance(s.body[0], cst.Assign)
@@ -453,6 +397,72 @@ class _Migration:
         if any(d.kind == "rewrite" for d in decisions.values()):
             module = self.inline_legacy_helpers(module)
         return module
+
+    def _process_statements(
+        self, stmts: list[cst.BaseStatement], top: bool, decisions: dict[str, _Decision], sites: list[_Site],
+        rewritten_tools: dict[str, cst.Decorator], site_by_stmt: dict[int, list[_Site]], var_stmts: dict[int, _Site],
+        nested: list[cst.FunctionDef], wrap_lines: dict[int, tuple[str, str]],
+    ) -> list[cst.BaseStatement]:
+        """The new statements for ``stmts`` (the module's when ``top``, else a function body holding a create_app
+        site): loop classes migrated, tool functions redecorated, create_app sites served by a backend (for
+        :meth:`run`)."""
+        out: list[cst.BaseStatement] = []
+        for stmt in stmts:
+            if top and isinstance(stmt, cst.ClassDef) and stmt.name.value in decisions:
+                out.extend(self.migrate_class(stmt, decisions[stmt.name.value], sites))
+                continue
+            if top and isinstance(stmt, cst.FunctionDef) and stmt.name.value in rewritten_tools:
+                out.append(stmt.with_changes(decorators=[rewritten_tools[stmt.name.value]]))
+                self.ctx.edit("OM305", stmt, f"tool function {stmt.name.value} → Strands @tool (same name, description, schema)")
+                continue
+            if top and isinstance(stmt, cst.FunctionDef) and isinstance(stmt.body, cst.IndentedBlock) and any(
+                id(s) in site_by_stmt or id(s) in var_stmts for s in stmt.body.body
+            ):
+                inner = self._process_statements(list(stmt.body.body), False, decisions, sites, rewritten_tools,
+                                                 site_by_stmt, var_stmts, nested, wrap_lines)
+                out.append(stmt.with_changes(body=stmt.body.with_changes(body=inner)))
+                continue
+            if top and stmt in nested:
+                out.append(with_todo_comment(stmt, "OM392", "a RolloutAgentLoop subclass is defined inside this "
+                           "function: move it to module level so osmosis-migrate can migrate it, or wrap it by hand "
+                           "with osmosis_compat.adapters.loop_as_workflow (the wrap keeps it running on "
+                           "osmosis-compat only, not on the real osmosis-ai)"))
+                self.ctx.todo("OM392", stmt, "RolloutAgentLoop subclass defined inside a function")
+                continue
+            if top and id(stmt) in wrap_lines:
+                cname, var = wrap_lines[id(stmt)]
+                out += [stmt, with_todo_comment(wrap_statement(cname, var, self.module), "OM395", WRAP_TODO)]
+                continue
+            if id(stmt) in var_stmts:
+                site = var_stmts[id(stmt)]
+                out.append(self.backend_for(site, decisions[site.class_name], stmt.leading_lines))
+                continue
+            if id(stmt) in site_by_stmt:
+                new_stmt = stmt
+                for site in site_by_stmt[id(stmt)]:
+                    if id(site) not in self.backends:
+                        # the backend goes first: it takes the blank lines and comments above the statement
+                        out.append(self.backend_for(site, decisions[site.class_name], new_stmt.leading_lines))
+                        new_stmt = new_stmt.with_changes(leading_lines=[])
+                    new_stmt = new_stmt.visit(_SwapCall(site.call, server_call(self.backends[id(site)])))
+                    self.removed_refs.update(["create_app"])
+                    self.ctx.edit("OM303", stmt, f"create_app({site.var or site.class_name + '()'}) → "
+                                  "create_rollout_server(backend=LocalBackend(...))")
+                    if site.other:
+                        reason = (
+                            "create_app() arguments with no LocalBackend/create_rollout_server equivalent were "
+                            f"dropped: {'; '.join(site.other)} — on_startup/on_shutdown: pass "
+                            "create_rollout_server(lifespan=...); settings/record_ttl_seconds/debug_dir/api_key: "
+                            "see docs/migrate.md"
+                        )
+                        new_stmt = with_todo_comment(new_stmt, "OM391", reason)
+                        self.ctx.todo("OM391", stmt, reason)
+                out.append(new_stmt)
+                self.needed += [(ROLLOUT, "LocalBackend"),
+                                (SERVER_03 if self.ctx.target == "0.3" else ROLLOUT, "create_rollout_server")]
+                continue
+            out.append(stmt)
+        return out
 
     def inline_legacy_helpers(self, module: cst.Module) -> cst.Module:
         return inline_legacy_helpers(module, self.ctx)
