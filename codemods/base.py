@@ -39,7 +39,7 @@ from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Optional, Union
+from typing import Any, ClassVar, Optional, Union
 
 import libcst as cst
 
@@ -469,6 +469,16 @@ def dotted_name(expr: cst.BaseExpression) -> str | None:
         head = dotted_name(expr.value)
         return None if head is None else f"{head}.{expr.attr.value}"
     return None
+
+
+def literal_eval(text: str) -> Any:
+    """``ast.literal_eval(text)``, same value and same errors; a plain constant (a string or number token) is read
+    from the parsed tree directly: ``ast.literal_eval`` defines its converters as nested functions that call each
+    other, a reference cycle per call left for the cyclic GC."""
+    tree = ast.parse(text.lstrip(" \t"), mode="eval")
+    if isinstance(tree.body, ast.Constant):
+        return tree.body.value
+    return ast.literal_eval(tree)
 
 
 def _module_name(node: cst.ImportFrom) -> str | None:

@@ -8,7 +8,6 @@ adapter) instead of rewriting it. Pure: reads the tree, changes nothing.
 
 from __future__ import annotations
 
-import ast
 import builtins
 import dataclasses
 from dataclasses import dataclass, field
@@ -16,7 +15,7 @@ from typing import Any, Optional, Union
 
 import libcst as cst
 
-from codemods.base import ImportTable, dotted_name
+from codemods.base import ImportTable, dotted_name, literal_eval
 from codemods.visit import SOLID_KINDS, solid_kind_of, visited_fields
 
 LOOP_BASES = (
@@ -219,7 +218,7 @@ def _literal(node: cst.BaseExpression) -> Any:
     # the common shapes directly (code generation per leaf is the slow path)
     if isinstance(node, (cst.SimpleString, cst.Integer, cst.Float)) and not node.lpar:
         try:
-            return ast.literal_eval(node.value)
+            return literal_eval(node.value)
         except (ValueError, SyntaxError):
             _no(f"`{node.value}` is not a literal")
     if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
@@ -229,7 +228,7 @@ def _literal(node: cst.BaseExpression) -> Any:
     if isinstance(node, cst.List) and not node.lpar and all(isinstance(e, cst.Element) for e in node.elements):
         return [_literal(e.value) for e in node.elements]
     try:
-        return ast.literal_eval(cst.Module(body=[]).code_for_node(node).strip())
+        return literal_eval(cst.Module(body=[]).code_for_node(node).strip())
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         _no(f"`{_src(node)}` is not a literal")
 
@@ -946,7 +945,7 @@ def _check_reward_reads_only_the_answer(code: list[cst.CSTNode], messages_var: s
         for n in _walk(node):
             if isinstance(n, cst.SimpleString):
                 try:
-                    value = ast.literal_eval(n.value)
+                    value = literal_eval(n.value)
                 except (ValueError, SyntaxError):
                     continue
                 if value in _TRANSCRIPT_WORDS:

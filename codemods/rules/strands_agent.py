@@ -33,7 +33,7 @@ import libcst as cst
 
 from codemods.analysis.body import RunShape, RunSite, code, is_string
 from codemods.analysis.program import CtorPlan, RunPlan
-from codemods.base import ImportTable, Rule, RuleContext
+from codemods.base import ImportTable, Rule, RuleContext, literal_eval
 from codemods.wrap import Framework, kwarg, migrate_plain, prompt_text_expr, without_kwarg
 
 if TYPE_CHECKING:
@@ -138,7 +138,7 @@ class StrandsFramework(Framework):
                 if isinstance(arg.value, cst.Dict):
                     for el in arg.value.elements:
                         if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString):
-                            k = el.key.evaluated_value
+                            k = literal_eval(el.key.value)  # its evaluated_value (see base.literal_eval)
                             if isinstance(k, str) and k in RENAMED:
                                 el = el.with_changes(key=cst.SimpleString(f'"{RENAMED[k]}"'))
                             elif kind != "litellm" and isinstance(k, str) and k not in SAMPLING and key == "payload_config":
@@ -286,7 +286,7 @@ class StrandsFramework(Framework):
         helper = planner.d.kind == "helper"  # built each time the helper (a tool…) is called
         for c in p.facts.ctors:
             name_arg = kwarg(c.call, "name")
-            literal = name_arg.value.evaluated_value if name_arg is not None and isinstance(name_arg.value, cst.SimpleString) else None
+            literal = literal_eval(name_arg.value.value) if name_arg is not None and isinstance(name_arg.value, cst.SimpleString) else None
             built.append((c.var or "an agent", literal if isinstance(literal, str) else None,
                           c.in_loop or c.nested is not None or helper))
         for name, hp in p.helper_plans.items():
@@ -299,7 +299,7 @@ class StrandsFramework(Framework):
 
             v = assigned_value(planner.m.body[planner.m.agents[dep]])
             name_arg = kwarg(v, "name") if isinstance(v, cst.Call) else None
-            literal = name_arg.value.evaluated_value if name_arg is not None and isinstance(name_arg.value, cst.SimpleString) else None
+            literal = literal_eval(name_arg.value.value) if name_arg is not None and isinstance(name_arg.value, cst.SimpleString) else None
             built.append((dep, literal if isinstance(literal, str) else None, helper))
         if self.target.startswith("0.3"):
             if len(built) > 1 or any(r for _, _, r in built):
