@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Callable, Optional, Sequence, Union
 import libcst as cst
 
 from codemods.analysis.body import BodyFacts, RunSite, body_facts, code, contains, is_string, names_in
-from codemods.base import ImportTable, has_skip_marker
+from codemods.base import ImportTable, has_skip_marker, literal_eval
 from codemods.visit import visit as fast_visit
 
 if TYPE_CHECKING:
@@ -1779,19 +1779,21 @@ def _argparse_defaults(stmts: Sequence[cst.CSTNode]) -> dict[str, Optional[cst.B
         call = stmt.body[0].value
         if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_argument"):
             continue
-        flags = [a.value.evaluated_value for a in call.args if a.keyword is None and isinstance(a.value, cst.SimpleString)]
+        # literal_eval of the token: SimpleString.evaluated_value (see base.literal_eval)
+        flags = [literal_eval(a.value.value) for a in call.args if a.keyword is None and isinstance(a.value, cst.SimpleString)]
         kw = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
         flags = [f for f in flags if isinstance(f, str)]
         if not flags:
             continue
         longs = [f for f in flags if f.startswith("--")]
         dest_expr = kw.get("dest")
-        if isinstance(dest_expr, cst.SimpleString) and isinstance(dest_expr.evaluated_value, str):
-            dest = dest_expr.evaluated_value
+        dest_value = literal_eval(dest_expr.value) if isinstance(dest_expr, cst.SimpleString) else None
+        if isinstance(dest_value, str):
+            dest = dest_value
         else:
             dest = (longs[0] if longs else flags[0]).lstrip("-").replace("-", "_")
         action = kw.get("action")
-        action_s = action.evaluated_value if isinstance(action, cst.SimpleString) else None
+        action_s = literal_eval(action.value) if isinstance(action, cst.SimpleString) else None
         if "default" in kw:
             out[dest] = kw["default"]
         elif action_s == "store_true":

@@ -94,16 +94,24 @@ def test_too_deep_files_fail_and_the_run_goes_on(tmp_path, body):
 
 
 def test_codegen_recursion_error_is_a_failed_file(tmp_path, monkeypatch):
-    import libcst
+    from codemods import codegen
 
     path = tmp_path / "a.py"
     path.write_text(STRANDS)
 
-    def boom(self):
+    def boom(module):
         raise RecursionError("maximum recursion depth exceeded")
 
-    monkeypatch.setattr(libcst.Module, "bytes", property(boom))
+    monkeypatch.setattr(codegen, "module_bytes", boom)
     res = migrate_file(path)
+    assert res.status == STATUS_FAILED and "recursion" in res.error
+
+
+def test_a_chain_too_long_to_generate_is_a_failed_file(tmp_path):
+    """Real recursion in code generation (libcst parses a 3,000-term chain, then recurses through it)."""
+    path = tmp_path / "long_chain.py"
+    path.write_text("import strands\nx = " + " + ".join(["a"] * 3000) + "\n")
+    res = run_many([str(path)], select_rules())[0]
     assert res.status == STATUS_FAILED and "recursion" in res.error
 
 
