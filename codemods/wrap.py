@@ -51,7 +51,6 @@ from codemods.base import (
     add_imports,
     has_skip_marker,
     remove_unused_imports,
-    used_names,
     with_todo_comment,
 )
 from codemods.visit import children as visit_children

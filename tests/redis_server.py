@@ -12,9 +12,12 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
-__all__ = ["RedisServer", "require_redis_server"]
+__all__ = ["RedisServer", "require_redis_server", "two_processes"]
 
 
 def require_redis_server() -> str:
@@ -99,3 +102,21 @@ class RedisServer:
 
 def has_rdb(server: RedisServer) -> bool:
     return Path(server.dir.name, "dump.rdb").exists()
+
+
+@asynccontextmanager
+async def two_processes(url: str) -> AsyncIterator[tuple[Any, Any]]:
+    """Two started Redis stores on ``url`` in one fresh namespace, each with its own connections and id — what two
+    server processes have."""
+    from osmosis_compat.runtime.store import open_store
+
+    namespace = f"t{time.monotonic_ns()}:"
+    first = open_store(url).namespaced(namespace)
+    second = open_store(url).namespaced(namespace)
+    await first.start()
+    await second.start()
+    try:
+        yield first, second
+    finally:
+        await first.close()
+        await second.close()

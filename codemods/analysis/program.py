@@ -788,7 +788,7 @@ class _Planner:
     def resolve_agents(self) -> None:
         """Every run must run an agent the migration builds: a local or module-level agent, an alias of one, the
         agent a previous run ended with (``result.last_agent``), or one from a factory of this module."""
-        f, p = self.p.facts, self.p
+        f = self.p.facts
         known = set(self.local_agents)
         # aliases: `agent = triage_agent`, `agent = result.last_agent`, `agent = create_agent()`
         changed = True

@@ -584,7 +584,7 @@ def _analyse(cls: cst.ClassDef, table: ImportTable, index: ModuleIndex) -> LoopP
     if loop is None:
         if not any(isinstance(s, cst.SimpleStatementLine) and any(n is chat for n in _walk(s)) for s in stmts):
             _no("ctx.chat() is neither in a `for … in range(max_turns)` loop nor a statement of run()")
-        max_turns, from_request, scope = 1, False, run.body
+        max_turns, from_request = 1, False
     else:
         if not (isinstance(loop.iter, cst.Call) and _is_attr(loop.iter.func, "range") and len(loop.iter.args) == 1):
             _no("the ctx.chat turns are not a `for … in range(max_turns)` loop")
@@ -600,7 +600,6 @@ def _analyse(cls: cst.ClassDef, table: ImportTable, index: ModuleIndex) -> LoopP
             max_turns, from_request = int(limit.value), False
         else:
             _no(f"the turn limit `{_src(limit)}` is neither ctx.request.max_turns nor a number")
-        scope = loop
         # the loop may stop only where a Strands agent stops: a reply without tool calls (or the token budget)
         parents = _parents(loop)
         for node in _walk(loop.body):

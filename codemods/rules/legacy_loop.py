@@ -574,7 +574,7 @@ class _Migration:
         wf_at = next(i for i, s in enumerate(stmts) if isinstance(s, cst.ClassDef) and s.name.value == f"{base}Workflow")
         if plan.reward is None:
             reason = ("the legacy loop passed no reward to ctx.complete() (the platform computed it), so no Grader "
-                      f"was written: if rewards are computed in the rollout, add one — it can read the sample's "
+                      "was written: if rewards are computed in the rollout, add one — it can read the sample's "
                       "final answer (last assistant text of sample.messages), ctx.label and ctx.metadata — and pass "
                       "it to LocalBackend(grader=…)")
             stmts[wf_at] = with_todo_comment(stmts[wf_at], "OM394", reason)

@@ -15,7 +15,7 @@ import pytest
 
 from osmosis_compat.runtime.store import RolloutRecord, Snapshot, StoreUnavailableError, open_store
 from osmosis_compat.runtime.store import redis as redis_store
-from tests.redis_server import RedisServer
+from tests.redis_server import RedisServer, two_processes
 
 
 @pytest.fixture
@@ -26,17 +26,8 @@ def redis_server() -> Iterator[RedisServer]:
 
 @pytest.fixture
 async def processes(redis_server: RedisServer) -> AsyncIterator[tuple[Any, Any]]:
-    """Two stores with their own connections and ids, as two server processes have."""
-    namespace = f"t{time.monotonic_ns()}:"
-    first = open_store(redis_server.url).namespaced(namespace)
-    second = open_store(redis_server.url).namespaced(namespace)
-    await first.start()
-    await second.start()
-    try:
-        yield first, second
-    finally:
-        await first.close()
-        await second.close()
+    async with two_processes(redis_server.url) as pair:
+        yield pair
 
 
 class ChangeMessages:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from osmosis_compat.runtime.store import MemoryStore, RolloutRecord, Snapshot, StoreUnavailableError, open_store
-from tests.redis_server import RedisServer
+from tests.redis_server import RedisServer, two_processes
 
 
 @pytest.fixture(scope="module")
@@ -30,16 +30,8 @@ async def stores(request: Any, redis_server: RedisServer) -> AsyncIterator[tuple
         store = MemoryStore()
         yield store, store
         return
-    namespace = f"t{time.monotonic_ns()}:"
-    first = open_store(redis_server.url).namespaced(namespace)
-    second = open_store(redis_server.url).namespaced(namespace)
-    await first.start()
-    await second.start()
-    try:
-        yield first, second
-    finally:
-        await first.close()
-        await second.close()
+    async with two_processes(redis_server.url) as pair:
+        yield pair
 
 
 def record(key: str, owner: str = "p1", **fields: Any) -> RolloutRecord:
