@@ -163,10 +163,14 @@ async def store_cost(controller, redis, args: argparse.Namespace, grader_wait_ms
     commands = median([k for _, k in per_rollout_redis])
     mean_polls = {label: sum(v) / len(v) for label, v in polls.items()}
     what = f"grader awaits {grader_wait_ms:g} ms" if grader_wait_ms else "instant grader"
-    verdict = "met" if extra <= TARGET_STORE_MS else "NOT met"
+    extra_gets = mean_polls["redis"] - mean_polls["memory"]
+    if abs(extra_gets) < 0.05:  # the same protocol traffic: the difference is the store's own cost
+        verdict = f"(target <= {TARGET_STORE_MS} ms) -> {'met' if extra <= TARGET_STORE_MS else 'NOT met'}"
+    else:  # not comparable with the target: the difference includes whole result GETs (HTTP and all)
+        verdict = f"(includes {extra_gets:+.2f} result GETs per rollout: not the store's own cost, no verdict)"
     print(f"  {what}: result GETs per rollout: memory {mean_polls['memory']:.2f}, Redis {mean_polls['redis']:.2f}")
     print(f"    server CPU: memory {median(costs['memory']):.2f} ms, Redis {median(costs['redis']):.2f} ms -> "
-          f"+{extra:.2f} ms (target <= {TARGET_STORE_MS} ms) -> {verdict}")
+          f"+{extra:.2f} ms {verdict}")
     print(f"    wall per rollout: memory {median(costs['memory wall']):.2f} ms, Redis {median(costs['redis wall']):.2f} ms "
           f"-> +{extra_wall:.2f} ms")
     print(f"    redis-server CPU {redis_cpu:.3f} ms and {commands:.1f} commands per rollout (those inside the Lua "
