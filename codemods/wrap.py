@@ -461,7 +461,7 @@ class _Emit(cst.CSTTransformer):
             self.hot_ids.add(id(plan.bind_at))
         self.hot_names = set(plan.renames) | set(plan.agent_calls)
         self.hot_types: tuple[type, ...] = ((cst.Return,) if drop_returns else ()) + (
-            (cst.Attribute, cst.Subscript) if plan.subst is not None or plan.subst_map else ())
+            (cst.Attribute, cst.Subscript, cst.Call) if plan.subst is not None or plan.subst_map else ())
 
     def prepare(self, stmt: cst.CSTNode) -> None:
         """Mark the nodes of ``stmt`` that a handler below may change, and their ancestors. A node outside that set
@@ -612,7 +612,7 @@ class _Emit(cst.CSTTransformer):
                 args=[cst.Arg(updated.func, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
                       if updated.args else cst.Arg(updated.func), *updated.args],
             ))
-        return updated
+        return self._subst(original, updated)  # a handler's `event.get("prompt")` read outside a run's input
 
     def leave_Expr(self, original: cst.Expr, updated: cst.Expr):
         if id(original.value) in self.p.exits:

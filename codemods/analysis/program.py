@@ -1168,7 +1168,10 @@ class _Planner:
 
     def handler_access(self, param: str) -> Optional[str]:
         """``event.get("prompt")`` / ``event["prompt"]`` / ``body.message`` when every use of ``param`` that
-        reaches an input is that one access (a handler argument carrying the prompt), else None."""
+        reaches an input is that one access — in the input, or as the value of an assignment the input reads
+        (``prompt = event.get("prompt", "")``, also with ``.strip()`` and the like around it) — (a handler argument
+        carrying the prompt), else None. An access whose result is computed on before it reaches the input
+        (``body = json.loads(event["body"])``) is a problem: which part of it is the prompt cannot be told."""
         accesses: set[str] = set()
         for run in self.p.facts.runs:
             inp = self.input_of(run)
@@ -1180,6 +1183,21 @@ class _Planner:
                     if parent is None:
                         return None
                     accesses.add(code(parent, 200))
+            for dep in self.deps_of(inp):
+                for a in self.p.facts.stores.get(dep, ()):
+                    if a.value is None or self.holds_run(a):
+                        continue
+                    for n in names_in(a.value):
+                        if n.value != param:
+                            continue
+                        parent = _access_around(a.value, n)
+                        if parent is None:
+                            return None  # the parameter itself is passed on: it is the text
+                        if not _text_of(a.value, parent):
+                            self.problem(f"the agents' input comes from `{param}` through `{code(a.value, 80)}`: which "
+                                         "part of that is the rollout's prompt cannot be told")
+                            return None
+                        accesses.add(code(parent, 200))
         if len(accesses) != 1:
             return None
         return accesses.pop()
@@ -1677,6 +1695,24 @@ class _SubexprCodes(cst.CSTVisitor):
 
     def visit_Name(self, n: cst.Name) -> None:
         self.out.append(n.value)
+
+
+_TEXT_METHODS = frozenset({"strip", "lstrip", "rstrip", "lower", "upper", "casefold", "title", "capitalize"})
+
+
+def _text_of(expr: cst.BaseExpression, access: cst.BaseExpression) -> bool:
+    """``expr`` is ``access`` itself or text made of it alone: ``access.strip()``, ``str(access)``, chains of them."""
+    while expr is not access:
+        if not isinstance(expr, cst.Call):
+            return False
+        f = expr.func
+        if isinstance(f, cst.Attribute) and f.attr.value in _TEXT_METHODS and not expr.args:
+            expr = f.value
+        elif isinstance(f, cst.Name) and f.value == "str" and len(expr.args) == 1 and not expr.args[0].keyword:
+            expr = expr.args[0].value
+        else:
+            return False
+    return True
 
 
 def _access_around(root: cst.CSTNode, name: cst.Name) -> Optional[cst.BaseExpression]:

@@ -205,6 +205,34 @@ def test_a_web_handler_keeps_working_and_gets_a_workflow_beside_it():
     assert "def handler(event: Dict[str, Any], _context) -> str:" in out and "class HandlerWorkflow(AgentWorkflow):" in out
 
 
+def test_a_handler_that_reads_the_prompt_into_a_variable_binds_that_variable_to_the_prompt():
+    """``prompt = event.get("prompt", "")`` then ``agent(f"…{prompt}")``: the access is the input, not ``event``
+    (binding ``event`` to the prompt's text made ``event.get`` an AttributeError at run time)."""
+    out = migrated("strands_agent/lambda_prompt_variable.py")
+    workflow = out[out.index("class LambdaHandlerWorkflow"):]
+    assert "prompt = _prompt_text(ctx.prompt)" in workflow and "event" not in workflow
+    assert 'f"Traveller asks: {prompt}"' in workflow
+    assert 'def lambda_handler(event, context):\n    prompt = event.get("prompt", "")' in out  # the handler stays
+
+
+def test_a_handler_access_inside_an_input_template_is_replaced_there():
+    src = (
+        "from strands import Agent\nagent = Agent(system_prompt='x')\n\n\n"
+        "def handler(event, context):\n    return str(agent(f\"Q: {event.get('prompt')}\"))\n"
+    )
+    out = migrate_source(src, filename="h.py").new_text
+    workflow = out[out.index("class HandlerWorkflow"):]
+    assert 'f"Q: {_prompt_text(ctx.prompt)}"' in workflow and "event" not in workflow
+
+
+def test_a_prompt_parsed_out_of_a_request_body_is_a_todo_not_a_guess():
+    """``json.loads(event["body"])["question"]``: which part of the body is the prompt cannot be told."""
+    res = result("strands_agent/lambda_json_body.py")
+    assert "class HandlerWorkflow" not in res.new_text and "_prompt_text" not in res.new_text
+    reasons = [t.reason for t in res.todos if t.code == "OM190"]
+    assert any("comes from `event` through `json.loads(event[\"body\"])`" in r for r in reasons), reasons
+
+
 # ------------------------------------------------------------------------------------------------ comments, decorators
 
 
