@@ -51,7 +51,7 @@ TODO_PREFIX = "# TODO(osmosis-migrate"
 _SKIP_RE = re.compile(r"#\s*osmosis-migrate:\s*skip\b(?!-)")
 STRATEGIES = ("auto", "rewrite", "wrap")
 TARGETS = ("0.2", "0.3")  # osmosis-ai API generations the output can be written for (see RuleContext.target)
-DEFAULT_TARGET = "0.2"  # the seeds' API; used when the tree declares no osmosis-ai requirement
+DEFAULT_TARGET = "0.3"  # today's osmosis-ai (what `pip install osmosis-ai` gives); used when the tree declares no 0.2 workflow-era requirement
 
 
 @dataclass(frozen=True)
