@@ -30,6 +30,7 @@ from codemods.syntax import (
     assign_stmt,
     block_statements,
     is_docstring,
+    is_import_stmt,
     keep_comments,
     replace_method,
     run_method,
@@ -360,12 +361,29 @@ def _assemble(module: cst.Module, fw: Framework, mp: ModulePlan, edit: ModuleEdi
     # where it is new (the import clean-up needs them; a full-module visit would cost more than the rule)
     original_ids = {id(st): i for i, st in enumerate(edit.body)}
     original_ids.update(edit.same_code)
+    _settle_imports(fw, mp, edit, [st for st in new_body if id(st) not in original_ids])
     candidates = sorted(fw.replaced)
     fw.body_counts = [mp.counts[original_ids[id(st)]] if id(st) in original_ids
                       else candidate_uses(st, candidates, module) for st in new_body]
     module = module.with_changes(body=new_body)
     module = module_todos(module, fw, edit.created)
     return fw_finish(module, fw)
+
+
+def _settle_imports(fw: Framework, mp: ModulePlan, edit: ModuleEdit, written: list[cst.BaseStatement]) -> None:
+    """Imports follow the code written, not the plans: a name is imported only when a written statement uses it
+    (a refused driver's planned placeholder must not leave an import behind — it would break the unmigrated
+    program wherever osmosis-ai is not installed), and an import is removed only when the input's code used it
+    (an import the program already did not use is not ours to remove)."""
+    used_now: set[str] = set()
+    for stmt in written:
+        used_now |= fw.ctx.statement_names(stmt)
+    fw.needed[:] = [(mod, name) for mod, name in fw.needed if name in used_now]
+    used_before: set[str] = set()
+    for stmt, counts in zip(edit.body, mp.counts):
+        if not is_import_stmt(stmt):
+            used_before.update(counts)
+    fw.replaced &= used_before
 
 
 def workflow_class(cls_name: str, inner: list[cst.BaseStatement], footer: Sequence[cst.EmptyLine],
