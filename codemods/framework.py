@@ -62,6 +62,8 @@ class Framework(ABC):
     osmosis_agent: tuple[str, str]  # (module, name) of the replacement class
     label: str  # "Strands" / "OpenAI Agents"
     tool_decorators: tuple[str, ...] = ()
+    # each Osmosis agent registers itself as the rollout's sample source (Strands); else a session does (OpenAI)
+    agent_is_sample_source: bool = False
 
     def __init__(self, table: ImportTable, ctx: RuleContext) -> None:
         self.table = table
@@ -107,6 +109,13 @@ class Framework(ABC):
     def is_group_ctor(self, call: cst.Call) -> bool:
         return False
 
+    def is_osmosis_agent_ctor(self, call: cst.Call) -> bool:
+        """``call`` builds the framework's Osmosis agent class (code a migration already wrote)."""
+        func = call.func.value if isinstance(call.func, cst.Subscript) else call.func
+        mod, name = self.osmosis_agent
+        return self.table.matches(func, (f"{mod}.{name}",)) is not None or (
+            isinstance(func, cst.Name) and func.value == name)
+
     def is_session_ctor(self, call: cst.Call) -> bool:
         return False
 
@@ -118,6 +127,10 @@ class Framework(ABC):
             d = dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator
             if self.table.matches(d, self.tool_decorators) is not None:
                 return True
+        return False
+
+    def takes_prompt_already(self, run: RunSite) -> bool:
+        """The run is already written the way a migration gives it the rollout prompt (nothing to change)."""
         return False
 
     @abstractmethod

@@ -91,10 +91,11 @@ def strip_comments(node: cst.CSTNode) -> cst.CSTNode:
 
 
 class _StripComments(cst.CSTTransformer):
-    """Drops comment lines and trailing comments (for :func:`strip_comments`)."""
+    """Drops comment lines and trailing comments (for :func:`strip_comments`) — but the migration's own TODO markers,
+    which say something about the copy itself."""
 
     def leave_EmptyLine(self, original: cst.EmptyLine, updated: cst.EmptyLine):
-        if updated.comment is not None:
+        if updated.comment is not None and not updated.comment.value.startswith("# TODO(osmosis-migrate"):
             return cst.RemoveFromParent()
         return updated
 

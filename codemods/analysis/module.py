@@ -337,3 +337,13 @@ def apply_imported(model: "ModuleModel", fw: Framework, repo) -> set[str]:
         elif verdict.kind in kinds:
             kinds[verdict.kind][local] = verdict.rollout
     return names
+
+
+_TEST_FILE = re.compile(r"(^|[\\/])(test_[^\\/]*|[^\\/]*_test|conftest)\.py$")
+
+
+def is_test_module(filename: str, table: ImportTable) -> bool:
+    """A test module (pytest's naming conventions, or a module importing pytest): its agents are fixtures of the
+    tests, not a program — the plain rules leave it alone."""
+    return bool(_TEST_FILE.search(filename)) or "pytest" in table.modules or any(
+        q == "pytest" or q.startswith("pytest.") for q in table.names.values())

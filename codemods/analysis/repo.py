@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
+from codemods.options import DEFAULT_TARGET
+
 _RELATIVE = re.compile(rb"^[ \t]*from[ \t]+(\.+)([\w.]*)[ \t]+import", re.M)
 _RELATIVE_NAMES = re.compile(rb"^[ \t]*from[ \t]+(\.+)([\w.]*)[ \t]+import[ \t]+\(?([\w, \t]+)", re.M)
 _ABSOLUTE = re.compile(rb"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import|import[ \t]+([\w.]+))", re.M)
@@ -219,7 +221,7 @@ def _package_scope(path: str) -> str:
 
 
 def build_repo_facts(paths: Sequence[str], candidates: Iterable[str], rules: Sequence[type],
-                     target: str = "0.2") -> RepoFacts:
+                     target: str = DEFAULT_TARGET) -> RepoFacts:
     """The cross-file facts of a run over ``paths`` whose rule candidates are ``candidates``."""
     import libcst as cst
     from libcst.metadata import FullRepoManager, FullyQualifiedNameProvider

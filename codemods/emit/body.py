@@ -14,6 +14,8 @@ from codemods.osmosis_api import prompt_text_expr
 from codemods.plan.model import Plan, SessionPlan
 from codemods.syntax import comments_of, kwarg
 from codemods.visit import children as visit_children
+from codemods.base import with_todo_comment
+from codemods.syntax import ascii_reason
 
 
 def _mark_hot(node: cst.CSTNode, hot: set[int], ids: set[int], names: set[str], types: tuple[type, ...],
@@ -62,7 +64,8 @@ class BodyEmitter(cst.CSTTransformer):
         # the nodes a handler may change, and their ancestors (see prepare): the rest is not rebuilt
         self.hot: set[int] = set()
         self.hot_ids = {*plan.drop, *self.before, *self.session_ctors, *plan.model_assigns, *plan.ctors,
-                        *(k for k in self.runs if k in plan.runs), *plan.thread_calls, *plan.exits, *plan.text_nodes}
+                        *(k for k in self.runs if k in plan.runs), *plan.thread_calls, *plan.exits, *plan.text_nodes,
+                        *plan.notes_at}
         if plan.bind_at is not None:
             self.hot_ids.add(id(plan.bind_at))
         self.hot_names = set(plan.renames) | set(plan.agent_calls)
@@ -119,7 +122,10 @@ class BodyEmitter(cst.CSTTransformer):
         if id(original) in p.drop:
             # the line goes; its comments stay (moved onto the next statement by settle); the imports it used may go
             self.fw.replaced.update(name_counts(original))
-            return dropped_placeholder(comments_of(original))
+            placeholder = dropped_placeholder(comments_of(original))
+            self.fw.where = original
+            before = [self.fw.session_stmt(sp) for sp in self.before.get(id(original), [])]
+            return cst.FlattenSentinel([placeholder, *before]) if before else placeholder
         out: list = []
         if isinstance(updated, cst.RemovalSentinel):
             return updated
@@ -140,6 +146,10 @@ class BodyEmitter(cst.CSTTransformer):
                 effects = [updated.with_changes(body=[cst.Expr(value=v)]) for v in values]
                 updated = updated.with_changes(leading_lines=[])
                 out.extend(effects)
+        note = p.notes_at.get(id(original))
+        if note is not None:
+            updated = with_todo_comment(updated, note[0], ascii_reason(note[1]))
+            self.fw.ctx.todo(note[0], original, ascii_reason(note[1]))
         self.fw.where = original
         before = [self.fw.session_stmt(sp) for sp in self.before.get(id(original), [])]
         if before:
@@ -163,8 +173,7 @@ class BodyEmitter(cst.CSTTransformer):
     def leave_Return(self, original: cst.Return, updated: cst.Return):
         if self.drop_returns and updated.value is not None and not self.nested:
             # a workflow's result is its samples: values go, effects stay (`return agent(q)` still runs the agent)
-            if not _is_pure(updated.value):
-                self.impure.append(updated.value)
+            self.impure.extend(_effects(updated.value))
             return updated.with_changes(value=None, whitespace_after_return=cst.MaybeSentinel.DEFAULT)
         return updated
 
@@ -191,7 +200,7 @@ class BodyEmitter(cst.CSTTransformer):
                     self.lose(old)
             return fw.write_ctor(updated, plan)
         run = self.runs.get(id(original))
-        if run is not None and id(original) in p.runs:
+        if run is not None and id(original) in p.runs and p.runs[id(original)].changes:
             rp = p.runs[id(original)]
             if rp.input in ("prompt", "text", "drop") and run.shape.input_arg is not None:
                 self.lose(run.shape.input_arg)
@@ -316,6 +325,26 @@ _PURE_CALLS = {"str", "repr", "len", "bool", "int", "float", "dict", "list", "tu
 
 _PURE_METHODS = {"strip", "lstrip", "rstrip", "lower", "upper", "title", "casefold", "split", "splitlines",
                  "replace", "format", "join", "startswith", "endswith", "final_output_as"}
+
+
+def _effects(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The parts of a dropped value that do something (``str(await agent.invoke_async(q))`` → the run;
+    ``{"answer": result.final_output}`` → nothing): pure wrappers, containers and attribute reads go."""
+    if _is_pure(expr):
+        return []
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in _PURE_CALLS:
+        return [e for a in expr.args for e in _effects(a.value)]
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _PURE_METHODS:
+        return [*_effects(expr.func.value), *(e for a in expr.args for e in _effects(a.value))]
+    if isinstance(expr, (cst.Tuple, cst.List)):
+        return [e for el in expr.elements for e in _effects(el.value)]
+    if isinstance(expr, cst.Dict):
+        return [e for el in expr.elements if isinstance(el, cst.DictElement) for e in (*_effects(el.key), *_effects(el.value))]
+    if isinstance(expr, cst.Attribute) and not isinstance(expr.value, (cst.Name, cst.Attribute)):
+        return _effects(expr.value)  # `(await run(...)).final_output`: the run
+    if isinstance(expr, cst.FormattedString):
+        return [e for part in expr.parts if isinstance(part, cst.FormattedStringExpression) for e in _effects(part.expression)]
+    return [expr]
 
 
 def _is_pure(expr: cst.BaseExpression) -> bool:

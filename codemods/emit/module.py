@@ -206,13 +206,17 @@ def _refuse(fw: Framework, mp: ModulePlan, edit: ModuleEdit, p: Plan) -> None:
 
 def _emit_workflow_in_place(fw: Framework, edit: ModuleEdit, p: Plan) -> None:
     """``run()`` of an existing AgentWorkflow subclass that still builds plain agents, migrated where it is."""
-    if not p.runs and not p.ctors and not p.model_assigns and not p.sessions:
+    if not any(rp.changes for rp in p.runs.values()) and not any(cp.model is not None or cp.messages_prompt
+                                                                  for cp in p.ctors.values()) \
+            and not p.model_assigns and not p.sessions and not p.notes_at:
         return  # nothing plain left in it
     first = p.driver.indices[0]
     cls = edit.body[first]
     run = run_method(cls)
     new_body = emit_body(fw, p, list(block_statements(run.body)), drop_returns=False)
     new_run = run.with_changes(body=run.body.with_changes(body=new_body, footer=[*p.tail, *run.body.footer]))
+    if new_run.deep_equals(run):
+        return  # migrated already (its TODO markers are there)
     edit.replacements[first] = [replace_method(cls, run, new_run)]
     fw.ctx.edit(fw.codes.wrap.code, cls, f"`{p.driver.name}.run()` migrated in place")
 

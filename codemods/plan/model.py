@@ -23,6 +23,11 @@ class RunPlan:
     method: Optional[str] = None  # new method name (``invoke_async`` for a sync Strands call, ``run`` for run_sync)
     drop_run_config_model: bool = False
 
+    @property
+    def changes(self) -> bool:
+        """Whether writing this plan changes the run (a run already migrated plans to no change)."""
+        return bool(self.method or self.await_it or self.input != "keep" or self.session or self.drop_run_config_model)
+
 
 @dataclass
 class SessionPlan:
@@ -78,6 +83,12 @@ class Plan:
     class_plans: dict[str, list["Plan"]] = field(default_factory=dict)  # classes whose methods run agents: per method
     renames: dict[str, str] = field(default_factory=dict)  # module-level name → its rollout version
     agent_calls: dict[str, str] = field(default_factory=dict)  # imported agent → the factory call replacing it
+    # osmosis-ai 0.3: the agent whose run is the rollout's one sample (None: not chosen, or not a plain name)
+    sample_agent: Optional[str] = None
+    # agents that stay plain because another agent is the sample (Strands): id(constructor) → (agent name, constructor)
+    plain_agents: dict[int, tuple[str, cst.Call]] = field(default_factory=dict)
+    # TODOs the emitter puts above statements of the driver: id(statement) → (code, reason)
+    notes_at: dict[int, tuple[str, str]] = field(default_factory=dict)
     # comments of the driver's trailing statements that were dropped: they end the written block (set by the emitter)
     tail: list[cst.EmptyLine] = field(default_factory=list)
 

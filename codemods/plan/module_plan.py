@@ -11,8 +11,16 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
+from codemods.analysis.body import names_in
 from codemods.analysis.drivers import Driver, find_drivers, has_workflow_beside
-from codemods.analysis.module import ModuleModel, apply_imported, assigned_value, is_workflow_class, module_model
+from codemods.analysis.module import (
+    ModuleModel,
+    apply_imported,
+    assigned_value,
+    is_test_module,
+    is_workflow_class,
+    module_model,
+)
 from codemods.analysis.names import name_counts
 from codemods.analysis.repo import Verdict
 from codemods.base import has_skip_marker
@@ -97,6 +105,8 @@ def plan_module(module: cst.Module, fw: "Framework") -> Optional[ModulePlan]:
     Cost: one name-index pass over the top level (from the ``ast`` while the tree is unchanged) and the body facts
     of the statements that may run agents."""
     ctx = fw.ctx
+    if is_test_module(ctx.filename, fw.table):
+        return None  # tests exercise the framework or the app; they are not programs to serve as rollouts
     counts = ctx.top_level_name_counts(module) or [name_counts(stmt) for stmt in module.body]
     repo = ctx.repo
     external = repo.external_uses(ctx.filename) if repo is not None else {}
@@ -173,11 +183,14 @@ def _plan_module_vars(mp: ModulePlan) -> None:
         for cp in p.ctors.values():
             if cp.module_var:
                 by_var.setdefault(cp.module_var, []).append(cp)
+    # agents that stay plain (0.3: not the sample) keep their model: a model they read is not made the placeholder
+    plain_reads = {n.value for p in mp.plans for _, call in p.plain_agents.values() for n in names_in(call)}
     for var, cps in by_var.items():
         idx = model.models[var]
         stmt = model.body[idx]
         users = model.users(var, skip=[idx])
-        if all(j in mp.inplace_idx or j in moved_idx for j in users) and not model.external.get(var) \
+        if var not in plain_reads and all(j in mp.inplace_idx or j in moved_idx for j in users) \
+                and not model.external.get(var) \
                 and isinstance(stmt, cst.SimpleStatementLine) and isinstance(assigned_value(stmt), cst.Call):
             mp.module_vars.append(ModuleVarPlan(var, idx, cps))
             for cp in cps:

@@ -28,7 +28,15 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from codemods.analysis.body import BodyFacts, RunSite, body_facts, code, contains, is_string, names_in
+from codemods.analysis.body import (
+    BodyFacts,
+    RunSite,
+    body_facts,
+    code,
+    contains,
+    is_string,
+    names_in,
+)
 from codemods.analysis.code_facts import (
     AgentCtorFinder,
     IndirectInputs,
@@ -51,7 +59,9 @@ from codemods.analysis.code_facts import (
 )
 from codemods.analysis.drivers import Driver, is_handler, returns_of
 from codemods.analysis.module import ModuleModel, assigned_value, is_main_guard
+from codemods.options import DEFAULT_TARGET
 from codemods.plan.model import ENTRY, KEEP, TEMPLATE, Entry, Plan, RunPlan
+from codemods.plan.one_turn import OneTurn, holds, unroll_conversation_loop
 from codemods.syntax import block_statements, is_import_stmt
 from codemods.visit import visit as fast_visit
 
@@ -80,6 +90,8 @@ class DriverPlanner:
         self.dep_ctors: list[tuple[str, cst.Call]] = []  # constructors of module-level agents built in run()
         self._holds_run: dict[int, bool] = {}  # id(assignment) → it stores a run's result (memo of holds_run)
         self._indirect: Optional[list[cst.BaseExpression]] = None  # memo of indirect_inputs
+        # osmosis-ai 0.3 trains one sample per rollout: the run whose result the program ends with, and its agent
+        self.sample: Optional[RunSite] = None
 
     def problem(self, text: str) -> None:
         if text not in self.p.problems:
@@ -96,7 +108,13 @@ class DriverPlanner:
         facts = m.facts_cache.pop(id(d.func), None) if d.kind == "function" else None
         if facts is None:
             facts = body_facts(d.stmts, self.fw, set(deps) | set(m.imported_agents), producers=self.producers())
+        turn = self.one_turn(facts)
+        if turn is not None:  # its conversation loop kept one pass: plan that
+            d.stmts = turn.stmts
+            facts = body_facts(d.stmts, self.fw, set(deps) | set(m.imported_agents), producers=self.producers())
         self.p = Plan(driver=d, facts=facts)
+        if turn is not None:
+            self.p.notes.append(turn.note)
         self.p.deps = sorted(deps, key=lambda n: m.agents[n])
         self.local_agents = {c.var for c in facts.ctors if c.var} | set(deps) | set(m.imported_agents)
         self.check_callers()
@@ -106,12 +124,97 @@ class DriverPlanner:
         self.choose_entry()
         self.plan_params()
         self.classify_inputs()
+        self.choose_sample()
         self.plan_process_code()
         self.plan_models()
         self.plan_runs()
         self.plan_samples()
         self.plan_sync_calls()
         return self.p
+
+    def one_turn(self, facts: BodyFacts) -> Optional[OneTurn]:
+        """The driver's conversation loop (a REPL, a chat loop, a batch over literal prompts) unrolled to the one
+        pass a rollout runs (:mod:`codemods.plan.one_turn`), or None."""
+        m = self.m
+        runners = m.helpers | m.runners | m.runner_classes | set(m.imported_helpers) | set(m.imported_classes)
+        runners |= {r.nested for r in facts.runs if r.nested}
+        run_calls = holds([r.call for r in facts.runs])
+
+        def runs(node: cst.CSTNode) -> bool:
+            return run_calls(node) or bool(runners & {n.value for n in names_in(node)})
+
+        reads = holds([x.node for x in facts.process if x.kind == "input"])
+        literal_lists = {name: a[0].value for name, a in facts.stores.items()
+                         if len(a) == 1 and isinstance(a[0].value, (cst.List, cst.Tuple))}
+        for name in m.bindings:
+            value = m.value_of(name)
+            if name not in literal_lists and isinstance(value, (cst.List, cst.Tuple)):
+                literal_lists[name] = value
+        return unroll_conversation_loop(self.d.stmts, runs, reads, literal_lists)
+
+    def choose_sample(self) -> None:
+        """osmosis-ai 0.3 keeps one sample per rollout: the driver's last run that runs once per rollout (not in a
+        loop, a nested function, a lambda or a ``gather``) is the one whose conversation is the sample — the result
+        the program ends with. Other runs still run (as the program did); how each framework keeps them out of the
+        sample is its own (Strands: their agents stay plain; OpenAI Agents: their runs get no session)."""
+        if not self.target.startswith("0.3") or self.d.kind in ("helper", "factory"):
+            return
+        once = [r for r in self.p.facts.runs if not (r.in_loop or r.nested or r.in_lambda or r.in_gather)]
+        if once:
+            sample = max(once, key=lambda r: r.order)
+            while (head := self.resumed_run(sample)) is not None and head is not sample:
+                sample = head  # a run resumed from a saved state continues that run's conversation: one sample
+            self.sample = sample
+            self.p.sample_agent = self.group_entry(sample.agent) or sample.agent
+
+    def resumed_run(self, run: RunSite) -> Optional[RunSite]:
+        """The run whose saved state ``run`` resumes (its input a name bound to ``<result>.to_state()`` of that run's
+        result), else None."""
+        inp = run.shape.input_arg.value if run.shape.input_arg is not None else None
+        if not isinstance(inp, cst.Name):
+            return None
+        for a in self.p.facts.stores.get(inp.value, ()):
+            v = a.value
+            if isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value == "to_state" \
+                    and isinstance(v.func.value, cst.Name):
+                result_var = v.func.value.value
+                earlier = [r for r in self.p.facts.runs if r.order < run.order and any(
+                    b.value is not None and contains(b.value, r.call) for b in self.p.facts.stores.get(result_var, ()))]
+                if earlier:
+                    return min(earlier, key=lambda r: r.order)
+        return None
+
+    def group_entry(self, name: Optional[str]) -> Optional[str]:
+        """When ``name`` is a multi-agent group (a Strands ``Swarm``), the agent it starts with (``entry_point=``, else
+        its first member): the group runs several agents, and the one the task is handed to is the sample."""
+        if name is None:
+            return None
+        value = None
+        if name in self.m.groups:
+            value = assigned_value(self.m.body[self.m.agents[name]])
+        else:
+            stores = self.p.facts.stores.get(name, ())
+            if len(stores) == 1 and isinstance(stores[0].value, cst.Call) and self.fw.is_group_ctor(stores[0].value):
+                value = stores[0].value
+        if not isinstance(value, cst.Call):
+            return None
+        entry = next((a.value for a in value.args if a.keyword is not None and a.keyword.value == "entry_point"), None)
+        if entry is None and value.args and isinstance(value.args[0].value, (cst.List, cst.Tuple)):
+            members = value.args[0].value.elements
+            entry = members[0].value if members else None
+        return entry.value if isinstance(entry, cst.Name) else None
+
+    def plain_agent_reason(self, name: str) -> str:
+        """Why an agent of the workflow stays plain under osmosis-ai 0.3 (the TODO above its constructor)."""
+        sample = self.p.sample_agent
+        return (f"`{name}` stays a plain {self.fw.label} agent on its own model: osmosis-ai 0.3 trains one sample per "
+                f"rollout, the conversation of `{sample}` (the run the workflow ends with); the calls of `{name}` are not "
+                "trained and need its model provider reachable wherever the rollout server runs")
+
+    def is_sample_agent(self, name: Optional[str]) -> bool:
+        """Whether the agent bound to ``name`` may become the rollout's sample (always, unless a sample was chosen
+        and it is another agent)."""
+        return self.sample is None or self.p.sample_agent is None or name == self.p.sample_agent
 
     def plan_sync_calls(self) -> None:
         """Sync helpers and sync methods of runner classes that the driver calls run their agents synchronously:
@@ -159,6 +262,8 @@ class DriverPlanner:
         a name whose file offers nothing makes the driver fail with that file's reason."""
         m, p = self.m, self.p
         for name in sorted(set(p.facts.loads)):
+            if name in self.own_agent_tools():
+                continue  # 0.3: a tool running its own agent stays as it is (its agent is not the sample)
             if name in m.imported_problems:
                 self.problem(m.imported_problems[name])
             elif m.imported_agents.get(name):
@@ -178,7 +283,7 @@ class DriverPlanner:
         used = set(self.p.facts.loads) & self.m.helpers - set(self.m.imported_helpers)
         for dep in self.p.deps:
             used |= set(self.m.counts[self.m.agents[dep]]) & self.m.helpers
-        for name in sorted(used - {self.d.name}):
+        for name in sorted(used - {self.d.name} - self.own_agent_tools()):
             func = self.m.body[self.m.functions[name]]
             assert isinstance(func, cst.FunctionDef)
             driver = Driver("helper", name, [self.m.functions[name]], list(block_statements(func.body)), func)
@@ -186,6 +291,18 @@ class DriverPlanner:
             self.p.helper_plans[name] = plan
             for problem in plan.problems:
                 self.problem(f"it uses `{name}`, which runs an agent and cannot be migrated with it: {problem}")
+
+    def own_agent_tools(self) -> set[str]:
+        """Functions the driver hands to an agent as tools (never calls itself) whose bodies run agents of their own,
+        when each Osmosis agent is a sample source (Strands) and the target keeps one sample per rollout (0.3): the
+        agent calling the tool is the sample, so the tool stays as it is and its agent plain (not trained)."""
+        if not (self.target.startswith("0.3") and self.fw.agent_is_sample_source):
+            return set()
+        candidates = (set(self.m.helpers) | set(self.m.imported_helpers)) & set(self.p.facts.loads)
+        for dep in self.p.deps:
+            candidates |= set(self.m.counts[self.m.agents[dep]]) & (self.m.helpers | set(self.m.imported_helpers))
+        called = {name for name in candidates for stmt in self.d.stmts if calls_of(stmt, name)}
+        return candidates - called
 
     def plan_class(self, name: str) -> None:
         """A class whose methods build agents on ``self`` and run them (``self.agent(q)``, ``Runner.run(planner,
@@ -287,6 +404,10 @@ class DriverPlanner:
             others.extend(m.external[d.name])
         if is_handler(func):
             others.append("the Lambda runtime (a `handler(event, context)`)")
+        if not callers and not others and not d.name.startswith("_") and m.main_guard is None:
+            # called by nothing here, in a module with no entry point: a library function other modules may
+            # import — it stays callable, the workflow goes beside it
+            others.append("its importers (a public function of a module without a `__main__` block)")
         if others:
             p.mode = "beside"
             p.notes.append(f"`{d.name}` kept for {', '.join(dict.fromkeys(others))}")
@@ -315,6 +436,10 @@ class DriverPlanner:
         agent a previous run ended with (``result.last_agent``), or one from a factory of this module."""
         f = self.p.facts
         known = set(self.local_agents)
+        # agents a previous migration built as the Osmosis class are agents too (already migrated)
+        known |= {name for name, assigns in f.stores.items() if any(
+            isinstance(a.value, cst.Call) and (self.fw.is_osmosis_agent_ctor(a.value) or self.fw.is_group_ctor(a.value))
+            for a in assigns)}
         # aliases: `agent = triage_agent`, `agent = result.last_agent`, `agent = create_agent()`
         changed = True
         while changed:
@@ -843,7 +968,15 @@ class DriverPlanner:
             value = assigned_value(self.m.body[self.m.agents[name]])
             if isinstance(value, cst.Call) and name not in self.m.groups:
                 self.dep_ctors.append((name, value))
-        for ctor_call, where in [*((c.call, c.nested) for c in ctors), *((v, None) for _, v in self.dep_ctors)]:
+        built = [*((c.call, c.nested, c.var, c.stmt) for c in ctors), *((v, None, n, None) for n, v in self.dep_ctors)]
+        for ctor_call, where, var, stmt in built:
+            if self.fw.agent_is_sample_source and not self.is_sample_agent(var):
+                # one sample per rollout: this agent stays plain, on its own model (not trained)
+                name = var or code(ctor_call.func)
+                p.plain_agents[id(ctor_call)] = (name, ctor_call)
+                at = stmt if stmt is not None else self.m.body[self.m.agents[var]]
+                p.notes_at[id(at)] = (self.fw.codes.agent_left.code, self.plain_agent_reason(name))
+                continue
             plan, reason, gone = self.fw.plan_model(ctor_call, self, where)
             if reason:
                 self.problem(reason)
@@ -914,7 +1047,7 @@ class DriverPlanner:
                 self.problem(f"it runs `{run.agent or code(run.shape.agent)}` in a comprehension "
                              f"(`{code(run.stmt, 50)}`): give each run its own sample by hand")
                 continue
-            if run.input_kind == ENTRY:
+            if run.input_kind == ENTRY and not self.fw.takes_prompt_already(run):
                 rp.input = "prompt"
             elif run.input_kind == TEMPLATE and p.subst:
                 rp.input = "sub"
@@ -993,6 +1126,6 @@ def _is_sync_method(m: ModuleModel, cls_name: str, method: str) -> bool:
     return False
 
 
-def plan_driver(model: ModuleModel, fw: "Framework", driver: Driver, target: str = "0.2") -> Plan:
+def plan_driver(model: ModuleModel, fw: "Framework", driver: Driver, target: str = DEFAULT_TARGET) -> Plan:
     """The plan for one driver (see the module docstring); ``plan.problems`` lists why it cannot be migrated."""
     return DriverPlanner(model, fw, driver, target).run()

@@ -38,7 +38,7 @@ from codemods.osmosis_api import CTX_PROMPT
 from codemods.plain import migrate_plain
 from codemods.plan.model import CtorPlan, RunPlan, SessionPlan
 from codemods.plan.offers import offers_of
-from codemods.syntax import kwarg, with_kwarg, without_kwarg
+from codemods.syntax import is_docstring, kwarg, with_kwarg, without_kwarg
 from codemods.visit import visit as fast_visit
 
 if TYPE_CHECKING:
@@ -95,6 +95,9 @@ class OpenAIFramework(Framework):
             run_config=run_config.value if run_config is not None else None,
             is_async_call=method == "run", is_stream=method == "run_streamed",
         )
+
+    def takes_prompt_already(self, run: RunSite) -> bool:
+        return run.shape.input_arg is not None and code(run.shape.input_arg.value) == "ctx.prompt"
 
     def is_session_ctor(self, call: cst.Call) -> bool:
         func = call.func
@@ -231,6 +234,8 @@ class OpenAIFramework(Framework):
         if resumed is not None:
             rp.session = resumed
             return None
+        if self.target.startswith("0.3"):
+            return self._rollout_session(run, rp, planner)
         base = run.agent or "agent"
         taken = {sp.var for sp in p.sessions} | set(planner.p.facts.stores) | set(planner.p.facts.loads)
         var = f"{base}_session"
@@ -248,6 +253,30 @@ class OpenAIFramework(Framework):
                 name = f"{base}_{n}"
                 n += 1
         p.sessions.append(SessionPlan(var=var, name=name, before=run.stmt))
+        rp.session = var
+        return None
+
+    def _rollout_session(self, run: RunSite, rp: RunPlan, planner: "DriverPlanner") -> Optional[str]:
+        """osmosis-ai 0.3: one OsmosisMemorySession per rollout, the sample. It is created at the top of ``run()``
+        (every OsmosisAgent call needs the rollout's sample source registered first) and passed to the sample run
+        only — the run the workflow ends with (:meth:`DriverPlanner.choose_sample`); the other runs keep their own
+        inputs and no session, as the program ran them (sharing one session would replay a conversation their input
+        already carries). Helpers and tools an agent calls run inside that rollout, without a session."""
+        if planner.d.kind == "helper" or run is not planner.sample:
+            return None
+        p = planner.p
+        existing = next((sp for sp in p.sessions if sp.replaces is None), None)
+        if existing is not None:
+            rp.session = existing.var
+            return None
+        taken = set(p.facts.stores) | set(p.facts.loads) | {sp.var for sp in p.sessions}
+        var = "session"
+        n = 2
+        while var in taken:
+            var = f"session_{n}"
+            n += 1
+        first = next((s for s in planner.d.stmts if not is_docstring(s)), run.top)
+        p.sessions.append(SessionPlan(var=var, name=None, before=first))
         rp.session = var
         return None
 
@@ -318,18 +347,22 @@ class OpenAIFramework(Framework):
 
     def plan_samples(self, planner: "DriverPlanner") -> Optional[str]:
         p = planner.p
-        if not self.target.startswith("0.3"):
+        if not self.target.startswith("0.3") or planner.d.kind == "helper":
             return None
-        if p.helper_plans:
-            return (f"osmosis-ai 0.3 keeps one sample per rollout, and `{sorted(p.helper_plans)[0]}` runs an agent "
-                    "of its own (a sample each time it is called)")
-        vars_ = [sp.var or "session" for sp in p.sessions]
-        looped = [sp for sp in p.sessions if sp.name is None]
-        if len(p.sessions) > 1 or looped:
-            what = f"{len(p.sessions)} sessions ({', '.join(f'`{v}`' for v in vars_)})" if len(p.sessions) > 1 \
-                else "a session per pass of a loop"
-            return (f"osmosis-ai 0.3 keeps one sample per rollout, and this workflow needs {what}: choose the run "
-                    "whose conversation is the sample, give only it an OsmosisMemorySession()")
+        if len(p.sessions) > 1:
+            vars_ = ", ".join(f"`{sp.var or 'session'}`" for sp in p.sessions)
+            return (f"osmosis-ai 0.3 keeps one sample per rollout, and this workflow needs {len(p.sessions)} sessions "
+                    f"({vars_}): choose the run whose conversation is the sample, give only it an "
+                    "OsmosisMemorySession()")
+        if any(sp.replaces is not None and sp.name is None for sp in p.sessions):
+            return ("osmosis-ai 0.3 keeps one sample per rollout, and this workflow builds its session again on every "
+                    "pass of a loop: build it once per run()")
+        if planner.sample is not None and planner.already_migrated(planner.sample):
+            return None  # its session was written by a previous migration (or by hand)
+        if not p.sessions and (p.facts.runs or p.helper_plans or p.class_plans):
+            return ("osmosis-ai 0.3 keeps one sample per rollout, and every run of this workflow repeats (in a loop, "
+                    "a nested function or a gather): none is the one conversation to train — make the run whose "
+                    "conversation is the sample run once per run()")
         return None
 
     # -- writing

@@ -33,6 +33,7 @@ import libcst as cst
 
 from codemods import codes
 from codemods.analysis.body import RunShape, RunSite, code, is_string
+from codemods.analysis.module import assigned_value
 from codemods.analysis.repo import Verdict
 from codemods.base import ImportTable, Rule, RuleContext, literal_eval
 from codemods.framework import Framework
@@ -79,6 +80,7 @@ class StrandsFramework(Framework):
     osmosis_agent = (STRANDS_MOD, "OsmosisStrandsAgent")
     label = "Strands"
     tool_decorators = TOOL_DECORATORS
+    agent_is_sample_source = True
 
     # -- recognisers
     def is_group_ctor(self, call: cst.Call) -> bool:
@@ -280,40 +282,23 @@ class StrandsFramework(Framework):
             return None
         ctors = [c.call for c in planner.p.facts.ctors if c.var == agent]
         if agent in planner.p.deps and agent not in planner.m.groups:
-            from codemods.analysis.module import assigned_value
-
             v = assigned_value(planner.m.body[planner.m.agents[agent]])
             if isinstance(v, cst.Call):
                 ctors.append(v)
         return ctors[0] if len(ctors) == 1 else None
 
     def plan_samples(self, planner: "DriverPlanner") -> Optional[str]:
+        if self.target.startswith("0.3"):
+            return self._one_sample(planner)
         p = planner.p
         built: list[tuple[str, Optional[str], bool]] = []  # (what, literal name, repeated)
         helper = planner.d.kind == "helper"  # built each time the helper (a tool…) is called
         for c in p.facts.ctors:
-            name_arg = kwarg(c.call, "name")
-            literal = literal_eval(name_arg.value.value) if name_arg is not None and isinstance(name_arg.value, cst.SimpleString) else None
-            built.append((c.var or "an agent", literal if isinstance(literal, str) else None,
-                          c.in_loop or c.nested is not None or helper))
-        for name, hp in p.helper_plans.items():
-            if self.target.startswith("0.3") and (hp.facts.ctors or hp.deps):
-                built.append((f"the agent of `{name}`", None, True))
+            built.append((c.var or "an agent", _literal_name(c.call), c.in_loop or c.nested is not None or helper))
         for dep in p.deps:
-            if dep in planner.m.groups:
-                continue
-            from codemods.analysis.module import assigned_value
-
             v = assigned_value(planner.m.body[planner.m.agents[dep]])
-            name_arg = kwarg(v, "name") if isinstance(v, cst.Call) else None
-            literal = literal_eval(name_arg.value.value) if name_arg is not None and isinstance(name_arg.value, cst.SimpleString) else None
-            built.append((dep, literal if isinstance(literal, str) else None, helper))
-        if self.target.startswith("0.3"):
-            if len(built) > 1 or any(r for _, _, r in built):
-                what = ", ".join(f"`{w}`" for w, _, _ in built)
-                return (f"osmosis-ai 0.3 keeps one sample per rollout, and this workflow builds {len(built)} agents "
-                        f"({what}) or builds one repeatedly: keep the rollout model on one agent only")
-            return None
+            if dep not in planner.m.groups:
+                built.append((dep, _literal_name(v) if isinstance(v, cst.Call) else None, helper))
         for what, literal, repeated in built:
             if repeated and literal:
                 return (f"it builds `{what}` named \"{literal}\" in a loop or nested function: each OsmosisStrandsAgent "
@@ -323,6 +308,34 @@ class StrandsFramework(Framework):
         dup = {n for n in names if names.count(n) > 1}
         if dup:
             return f"it builds several agents named \"{sorted(dup)[0]}\": each registers a sample under its name"
+        return None
+
+    def _one_sample(self, planner: "DriverPlanner") -> Optional[str]:
+        """osmosis-ai 0.3: exactly one OsmosisStrandsAgent per rollout (each registers itself as the rollout's sample
+        source; a second raises). The agents converted — those the plan gives the placeholder — must be one, built
+        once per rollout."""
+        p = planner.p
+        converted: list[tuple[str, bool]] = []  # (what, built repeatedly)
+        helper = planner.d.kind == "helper"
+        for c in p.facts.ctors:
+            if id(c.call) in p.ctors:
+                converted.append((c.var or "an agent", c.in_loop or c.nested is not None or helper))
+        for dep in p.deps:
+            v = assigned_value(planner.m.body[planner.m.agents[dep]])
+            if dep not in planner.m.groups and isinstance(v, cst.Call) and id(v) in p.ctors:
+                converted.append((dep, helper))
+        for name, hp in p.helper_plans.items():
+            if hp.ctors:
+                converted.append((f"the agent of `{name}`", True))
+        repeated = [w for w, r in converted if r]
+        if repeated:
+            return (f"osmosis-ai 0.3 keeps one sample per rollout, and `{repeated[0]}` is built again on every pass "
+                    "or call (each OsmosisStrandsAgent registers itself as the sample): build the trained agent once "
+                    "per run()")
+        if len(converted) > 1:
+            return (f"osmosis-ai 0.3 keeps one sample per rollout, and this workflow would train {len(converted)} "
+                    f"agents ({', '.join(f'`{w}`' for w, _ in converted)}) with no single run ending it: keep the "
+                    "rollout model on the agent whose result is the workflow's answer")
         return None
 
     # -- writing
@@ -365,6 +378,13 @@ class StrandsFramework(Framework):
         note = f" (model: {plan.model_note} → OsmosisRolloutModel)" if plan.model is not None and plan.model_note else ""
         self.ctx.edit(codes.STRANDS.agent.code, self.where, f"Strands Agent → OsmosisStrandsAgent{note}")
         return new
+
+
+def _literal_name(call: cst.Call) -> Optional[str]:
+    """The agent's ``name="..."`` when it is a string literal."""
+    arg = kwarg(call, "name")
+    value = literal_eval(arg.value.value) if arg is not None and isinstance(arg.value, cst.SimpleString) else None
+    return value if isinstance(value, str) else None
 
 
 def _dotted(expr: cst.BaseExpression) -> Optional[str]:
