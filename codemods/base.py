@@ -43,6 +43,7 @@ from typing import Any, ClassVar, Optional, Union
 
 import libcst as cst
 
+from codemods.markers import group_comments, marker_text
 from codemods.visit import visit as fast_visit
 
 SKIP_FILE_MARKER = "osmosis-migrate: skip-file"
@@ -358,20 +359,27 @@ class Rule(ABC):
 
 
 def todo_marker(code: str, reason: str) -> str:
-    """The exact comment text of a TODO marker."""
-    reason = " ".join(reason.split())
-    return f"# TODO(osmosis-migrate {code}): {reason}"
+    """The exact comment text of a TODO marker, on one line (the driver wraps it: :mod:`codemods.markers`)."""
+    return marker_text(code, reason)
 
 
 StatementT = Union[cst.SimpleStatementLine, cst.BaseCompoundStatement]
 
 
+def _comment_values(lines: Sequence[cst.EmptyLine]) -> list[Optional[str]]:
+    return [l.comment.value if l.comment is not None else None for l in lines]
+
+
 def with_todo_comment(stmt: StatementT, code: str, reason: str) -> StatementT:
-    """``stmt`` with a TODO marker comment line above it, unless an identical marker is already there."""
+    """``stmt`` with a TODO marker comment line above it, unless the same marker is already there — on one line
+    or wrapped over several (:func:`codemods.markers.group_comments`), as a previous run left it.
+
+    The marker is written as one line: the driver wraps it at the file's line length once the indentation of the
+    rendered line is known (:func:`codemods.markers.wrap_long_markers`)."""
     marker = todo_marker(code, reason)
-    for line in stmt.leading_lines:
-        if line.comment is not None and line.comment.value.strip() == marker:
-            return stmt
+    comments = _comment_values(stmt.leading_lines)
+    if any(marker_text(c, r) == marker for _, _, c, r in group_comments(comments)):
+        return stmt
     new_line = cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=cst.Comment(marker))
     return stmt.with_changes(leading_lines=[*stmt.leading_lines, new_line])
 

@@ -130,10 +130,11 @@ def _check_target(target: str) -> None:
 
 def migrate_bytes(
     data: bytes, rules: Sequence["type[Rule]"], *, strategy: str = "auto", filename: str = "<string>",
-    target: str = "0.2", repo: Optional[object] = None,
+    target: str = "0.2", repo: Optional[object] = None, line_length: Optional[int] = None,
 ) -> tuple[bytes, list["Edit"], list["Todo"], list[str]]:
     """Run ``rules`` (already prefiltered) on ``data``; returns (new bytes, edits, todos, names of rules that acted).
-    ``target``: the osmosis-ai API the output is written for (``RuleContext.target``).
+    ``target``: the osmosis-ai API the output is written for (``RuleContext.target``); ``line_length``: the
+    width TODO markers are wrapped at (:func:`codemods.markers.wrap_long_markers`; default 88).
 
     Raises :class:`MigrationError` (input or output does not parse, RecursionError, a rule crashed).
     """
@@ -178,6 +179,7 @@ def migrate_bytes(
         new = module_bytes(module)
     except RecursionError:
         raise MigrationError("code generation hit the recursion limit") from None
+    new = _wrap_markers(new, line_length)
     if new != data:
         try:
             compile(new, filename, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
@@ -188,10 +190,11 @@ def migrate_bytes(
 
 def migrate_source(
     text: str, rules: Optional[Iterable[RuleSpec]] = None, strategy: str = "auto", filename: str = "<string>",
-    target: str = "0.2",
+    target: str = "0.2", line_length: Optional[int] = None,
 ) -> Result:
     """Migrate Python source ``text`` in memory. ``rules``: names/code prefixes/Rule classes (None = all);
-    ``target``: ``"0.2"`` or ``"0.3"``, the osmosis-ai API the output is written for.
+    ``target``: ``"0.2"`` or ``"0.3"``, the osmosis-ai API the output is written for; ``line_length``: the width
+    TODO markers are wrapped at (default 88).
 
     Raises :class:`MigrationError` when the text cannot be migrated safely, :class:`UsageError` on bad options.
     """
@@ -207,7 +210,8 @@ def migrate_source(
         return Result(new_text=text)
     encoding = _declared_encoding(text)
     data = text.encode(encoding)
-    new, edits, todos, _ = migrate_bytes(data, wanted, strategy=strategy, filename=filename, target=target)
+    new, edits, todos, _ = migrate_bytes(data, wanted, strategy=strategy, filename=filename, target=target,
+                                         line_length=line_length)
     new_text = new.decode(encoding)
     return Result(new_text=new_text, edits=edits, todos=todos, changed=new_text != text)
 
@@ -225,17 +229,26 @@ def _declared_encoding(text: str) -> str:
     return "utf-8" if encoding == "utf-8-sig" else encoding
 
 
+def _wrap_markers(data: bytes, line_length: Optional[int]) -> bytes:
+    from codemods.config import DEFAULT_LINE_LENGTH
+    from codemods.markers import wrap_long_markers
+
+    return wrap_long_markers(data, line_length or DEFAULT_LINE_LENGTH)
+
+
 def _wants(data: bytes, *rules: "type[Rule]") -> bool:
     return any(w.encode() in data for rule in rules for w in rule.trigger_words)
 
 
 def migrate_file(
     path: Union[str, os.PathLike], rules: Optional[Sequence["type[Rule]"]] = None, strategy: str = "auto",
-    target: str = "0.2", repo: Optional[object] = None,
+    target: str = "0.2", repo: Optional[object] = None, line_length: Optional[int] = None,
 ) -> FileResult:
     """Migrate one file in memory (nothing is written; see :func:`write_atomic`). ``repo``: the cross-file facts
     of the run (:func:`codemods.analysis.repo.build_repo_facts`); a file it lists as ``extra`` (it imports what a
-    candidate defines) is given to the rules that use those facts even without their trigger words."""
+    candidate defines) is given to the rules that use those facts even without their trigger words.
+    ``line_length``: the width TODO markers are wrapped at; default: the file's
+    (:func:`codemods.config.line_length_for`)."""
     path = os.fspath(path)
     rules = all_rule_classes() if rules is None else rules
     try:
@@ -248,8 +261,13 @@ def migrate_file(
     wanted = [r for r in rules if _wants(data, r) or (extra and getattr(r, "uses_repo", False))]
     if not wanted:
         return FileResult(path, STATUS_PREFILTERED)
+    if line_length is None:
+        from codemods.config import line_length_for
+
+        line_length = line_length_for(path)
     try:
-        new, edits, todos, _ = migrate_bytes(data, wanted, strategy=strategy, filename=path, target=target, repo=repo)
+        new, edits, todos, _ = migrate_bytes(data, wanted, strategy=strategy, filename=path, target=target, repo=repo,
+                                             line_length=line_length)
     except MigrationError as exc:
         return FileResult(path, STATUS_FAILED, error=str(exc), error_rule=exc.rule)
     if new == data:
@@ -352,6 +370,9 @@ def run_many(
     candidate files to pay for it. ``progress(done, total)`` is called as files finish."""
     import libcst  # noqa: F401  (imported before forking so workers start warm)
 
+    from codemods.config import clear_caches
+
+    clear_caches()  # line lengths are read afresh each run (config files may have changed since the last)
     _check_strategy(strategy)
     _check_target(target)
     todo, results = candidates(paths, rules)
