@@ -392,15 +392,16 @@ def dedupe_header_todos(module: cst.Module) -> cst.Module:
     """
     if not module.body or not module.header:
         return module
-    present = {l.comment.value.strip() for l in module.header if l.comment is not None}
+    present = {marker_text(c, r) for _, _, c, r in group_comments(_comment_values(module.header))}
     first = module.body[0]
     lines = list(first.leading_lines)
-    kept = [
-        l for l in lines
-        if not (l.comment is not None and l.comment.value.startswith(TODO_PREFIX) and l.comment.value.strip() in present)
-    ]
-    if len(kept) == len(lines):
+    drop = {
+        k for start, end, c, r in group_comments(_comment_values(lines)) if marker_text(c, r) in present
+        for k in range(start, end)
+    }
+    if not drop:
         return module
+    kept = [l for k, l in enumerate(lines) if k not in drop]
     return module.with_changes(body=[first.with_changes(leading_lines=kept), *module.body[1:]])
 
 
@@ -413,9 +414,10 @@ def has_todo_comment(stmt: StatementT, code: str) -> bool:
 def without_todo_comments(stmt: StatementT, code: str) -> StatementT:
     """``stmt`` without the TODO markers of ``code`` above it (a rule that now migrates what it refused before
     drops its stale marker; a new reason replaces the old one instead of piling up)."""
-    prefix = f"# TODO(osmosis-migrate {code})"
-    kept = [l for l in stmt.leading_lines if not (l.comment is not None and l.comment.value.startswith(prefix))]
-    return stmt if len(kept) == len(stmt.leading_lines) else stmt.with_changes(leading_lines=kept)
+    lines = list(stmt.leading_lines)
+    drop = {k for start, end, c, _ in group_comments(_comment_values(lines)) if c == code for k in range(start, end)}
+    kept = [l for k, l in enumerate(lines) if k not in drop]
+    return stmt if not drop else stmt.with_changes(leading_lines=kept)
 
 
 def has_skip_marker(node: cst.CSTNode) -> bool:
