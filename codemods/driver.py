@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Iterable, Optional, Sequence, Union
 
 if TYPE_CHECKING:
     from codemods.base import Edit, Rule, Todo
+    from codemods.markers import Marker
 
 RuleSpec = Union[str, "type[Rule]"]
 
@@ -63,7 +64,9 @@ class Result:
 
 @dataclass
 class FileResult:
-    """Outcome of one file (nothing written yet). ``rules``: names of the rules that made edits/TODOs."""
+    """Outcome of one file (nothing written yet). ``todos``: what the rules reported; ``markers``: the TODO
+    markers open in the file's final text (the written one when changed) — what the summary, the report and
+    ``osmosis-migrate todo`` count."""
 
     path: str
     status: str
@@ -73,6 +76,7 @@ class FileResult:
     error_rule: Optional[str] = None
     old_bytes: Optional[bytes] = None
     new_bytes: Optional[bytes] = None
+    markers: list["Marker"] = field(default_factory=list)
 
 
 def all_rule_classes() -> list["type[Rule]"]:
@@ -236,6 +240,15 @@ def _wrap_markers(data: bytes, line_length: Optional[int]) -> bytes:
     return wrap_long_markers(data, line_length or DEFAULT_LINE_LENGTH)
 
 
+def _open_markers(data: bytes) -> list["Marker"]:
+    """The TODO markers in a file's text (a bytes search first: most files have none)."""
+    if b"TODO(osmosis-migrate" not in data:
+        return []
+    from codemods.markers import find_markers
+
+    return find_markers(data)
+
+
 def _wants(data: bytes, *rules: "type[Rule]") -> bool:
     return any(w.encode() in data for rule in rules for w in rule.trigger_words)
 
@@ -256,11 +269,11 @@ def migrate_file(
     except OSError as exc:
         return FileResult(path, STATUS_FAILED, error=f"cannot read: {exc.strerror or exc}")
     if b"osmosis-migrate: skip-file" in data:
-        return FileResult(path, STATUS_OPTED_OUT)
+        return FileResult(path, STATUS_OPTED_OUT, markers=_open_markers(data))
     extra = repo is not None and os.path.abspath(path) in getattr(repo, "extra", ())
     wanted = [r for r in rules if _wants(data, r) or (extra and getattr(r, "uses_repo", False))]
     if not wanted:
-        return FileResult(path, STATUS_PREFILTERED)
+        return FileResult(path, STATUS_PREFILTERED, markers=_open_markers(data))
     if line_length is None:
         from codemods.config import line_length_for
 
@@ -269,10 +282,11 @@ def migrate_file(
         new, edits, todos, _ = migrate_bytes(data, wanted, strategy=strategy, filename=path, target=target, repo=repo,
                                              line_length=line_length)
     except MigrationError as exc:
-        return FileResult(path, STATUS_FAILED, error=str(exc), error_rule=exc.rule)
+        return FileResult(path, STATUS_FAILED, error=str(exc), error_rule=exc.rule, markers=_open_markers(data))
     if new == data:
-        return FileResult(path, STATUS_UNCHANGED, edits=edits, todos=todos)
-    return FileResult(path, STATUS_CHANGED, edits=edits, todos=todos, old_bytes=data, new_bytes=new)
+        return FileResult(path, STATUS_UNCHANGED, edits=edits, todos=todos, markers=_open_markers(data))
+    return FileResult(path, STATUS_CHANGED, edits=edits, todos=todos, old_bytes=data, new_bytes=new,
+                      markers=_open_markers(new))
 
 
 def write_atomic(path: Union[str, os.PathLike], data: bytes) -> None:
@@ -349,11 +363,11 @@ def candidates(paths: Iterable[str], rules: Sequence["type[Rule]"]) -> tuple[lis
             done.append(FileResult(path, STATUS_FAILED, error=f"cannot read: {exc.strerror or exc}"))
             continue
         if b"osmosis-migrate: skip-file" in data:
-            done.append(FileResult(path, STATUS_OPTED_OUT))
+            done.append(FileResult(path, STATUS_OPTED_OUT, markers=_open_markers(data)))
         elif any(w in data for w in words):
             todo.append(path)
         else:
-            done.append(FileResult(path, STATUS_PREFILTERED))
+            done.append(FileResult(path, STATUS_PREFILTERED, markers=_open_markers(data)))
     return todo, done
 
 

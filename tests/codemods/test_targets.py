@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
 
+from codemods.cli import main
 from codemods.requirements import parse_requirement
 from codemods.targets import WHY_02, WHY_03, WHY_LEGACY, detect_target, target_of_spec
 from tests.codemods._fixtures import FIXTURES
@@ -106,3 +108,35 @@ def test_the_closest_declaration_wins(tmp_path):
     (tmp_path / "svc" / "requirements.txt").write_text("osmosis-ai>=0.3.8\n")
     assert detect_target([str(tmp_path / "svc")]).target == "0.3"
     assert detect_target([str(tmp_path / "other.py")]).target == "0.2"
+
+
+def test_the_summary_and_report_say_the_target_its_source_and_the_requirement_the_output_needs(tmp_path, monkeypatch,
+                                                                                                 capsys):
+    (tmp_path / "requirements.txt").write_text("osmosis-ai==0.2.12\n")  # legacy era: the target stays 0.3
+    (tmp_path / "agent.py").write_text((FIXTURES / "strands_agent" / "simple.py").read_text())
+    (tmp_path / "loop.py").write_text((FIXTURES / "legacy_loop" / "sdk_docs_calculator.py").read_text())
+    monkeypatch.chdir(tmp_path)
+    code = main(["--check", "--report", "r.json", "."])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "target: osmosis-ai 0.3 (requirements.txt:1: osmosis-ai==0.2.12 — a legacy-era requirement" in err
+    assert ("requirement: the migrated files need osmosis-ai[server,strands]>=0.3.8 "
+            "(not edited; declared: osmosis-ai==0.2.12)") in err
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["target"]["version"] == "0.3" and report["target"]["requirement"]["line"] == 1
+    assert report["target"]["why"] == WHY_LEGACY
+    requires = report["requires"]
+    assert requires["requirement"] == "osmosis-ai[server,strands]>=0.3.8"
+    assert sorted(requires["extras"]) == ["server", "strands"] and requires["declared"] == "osmosis-ai==0.2.12"
+    assert (tmp_path / "requirements.txt").read_text() == "osmosis-ai==0.2.12\n"  # never edited
+
+
+def test_openai_agents_output_needs_its_extra_and_0_2_needs_server(tmp_path, monkeypatch, capsys):
+    (tmp_path / "agent.py").write_text((FIXTURES / "openai_agent" / "run_sync_script.py").read_text())
+    monkeypatch.chdir(tmp_path)
+    main(["--check", "--output-format", "json", "."])
+    doc = json.loads(capsys.readouterr().out)
+    assert "openai-agents" in doc["requires"]["extras"] and doc["requires"]["requirement"].endswith(">=0.3.8")
+    main(["--check", "--target", "0.2", "--output-format", "json", "."])
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["requires"]["requirement"] == "osmosis-ai[server]>=0.2.31,<0.3"  # 0.2.31: frameworks are core
