@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import json
 import os
 import sys
 import time
@@ -184,6 +183,8 @@ def _cmd_todo(argv: Sequence[str]) -> int:
             continue
         found += [(path, m) for m in find_markers(data)]  # a bytes search first: most files have none
     if args.output_format == "json":
+        import json
+
         doc = {"schema": "osmosis-migrate-todo", "version": 1, "count": len(found),
                "files": len({p for p, _ in found}),
                "markers": [{"path": p, "line": m.line, "lines": m.lines, "code": m.code, "reason": m.reason}
