@@ -183,13 +183,14 @@ def migrate_bytes(
         new = module_bytes(module)
     except RecursionError:
         raise MigrationError("code generation hit the recursion limit") from None
-    new = _wrap_markers(new, line_length)
+    new_tree = tree
     if new != data:
         try:
-            compile(new, filename, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+            new_tree = compile(new, filename, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
         except (SyntaxError, ValueError, RecursionError) as exc:
             raise MigrationError(f"migrated code would not parse ({exc}); file left as it was") from None
-    return new, ctx.edits, ctx.todos, acted
+    # markers wrapped last, on the checked code (its tree tells string literals apart); only comment lines change
+    return _wrap_markers(new, line_length, new_tree), ctx.edits, ctx.todos, acted
 
 
 def migrate_source(
@@ -233,11 +234,11 @@ def _declared_encoding(text: str) -> str:
     return "utf-8" if encoding == "utf-8-sig" else encoding
 
 
-def _wrap_markers(data: bytes, line_length: Optional[int]) -> bytes:
+def _wrap_markers(data: bytes, line_length: Optional[int], tree: Optional[ast.AST] = None) -> bytes:
     from codemods.config import DEFAULT_LINE_LENGTH
     from codemods.markers import wrap_long_markers
 
-    return wrap_long_markers(data, line_length or DEFAULT_LINE_LENGTH)
+    return wrap_long_markers(data, line_length or DEFAULT_LINE_LENGTH, tree)
 
 
 def _open_markers(data: bytes) -> list["Marker"]:

@@ -157,12 +157,14 @@ def wrap_marker(code: str, reason: str, width: int) -> list[str]:
     return lines
 
 
-def _string_lines(data: bytes) -> set[int]:
-    """1-based lines that lie inside a multi-line string literal (never edited as comments)."""
-    try:
-        tree = ast.parse(data)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return set(range(1, data.count(b"\n") + 2))  # unknown: treat every line as possibly inside a string
+def _string_lines(data: bytes, tree: Optional[ast.AST] = None) -> set[int]:
+    """1-based lines that lie inside a multi-line string literal (never edited as comments); ``tree``: the ``ast``
+    of ``data`` when the caller has it."""
+    if tree is None:
+        try:
+            tree = ast.parse(data)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return set(range(1, data.count(b"\n") + 2))  # unknown: treat every line as possibly inside a string
     inside: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.Constant, ast.JoinedStr)) and node.end_lineno and node.end_lineno > node.lineno:
@@ -183,12 +185,13 @@ def _encoding(data: bytes) -> str:
     return "utf-8" if encoding == "utf-8-sig" else encoding
 
 
-def wrap_long_markers(data: bytes, width: int) -> bytes:
+def wrap_long_markers(data: bytes, width: int, tree: Optional[ast.AST] = None) -> bytes:
     """``data`` (a source file's bytes, in its declared encoding) with every marker that has a line longer than
     ``width`` characters rewrapped at ``width`` (its indentation included; never narrower than
     :data:`MIN_TEXT_WIDTH` columns of text), keeping its indentation and line ending. Markers that fit are left
     exactly as they are — also when wrapped differently — so the result is a fixed point; lines inside string
-    literals are never touched."""
+    literals are never touched (``tree``: the ``ast`` of ``data``, if the caller has it; else it is parsed when a
+    marker needs wrapping)."""
     if b"TODO(osmosis-migrate" not in data:
         return data
     bom, lines, ends = _split_lines(data)
@@ -199,7 +202,7 @@ def wrap_long_markers(data: bytes, width: int) -> bytes:
     if not todo:
         return data
     encoding = _encoding(data)
-    in_strings = _string_lines(data)
+    in_strings = _string_lines(data, tree)
     for start, end, indent, code, parts in reversed(todo):  # from the end: earlier indices stay valid
         if start + 1 in in_strings:
             continue

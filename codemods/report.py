@@ -256,9 +256,16 @@ def relocate_lines(result: FileResult) -> FileResult:
     def moved(line: int) -> int:
         return forward.get(line, min(line, size)) if line > 0 else 0
 
-    at = {m.text: m.line for m in result.markers}
     from codemods.markers import marker_text
 
+    at: dict[str, list[int]] = {}
+    for m in result.markers:  # identical markers (two agents left for one reason) are taken in order
+        at.setdefault(m.text, []).append(m.line)
+
+    def marker_line(code: str, reason: str, line: int) -> int:
+        found = at.get(marker_text(code, reason))
+        return found.pop(0) if found else moved(line)
+
     result.edits = [replace(e, line=moved(e.line)) for e in result.edits]
-    result.todos = [replace(t, line=at.get(marker_text(t.code, t.reason), moved(t.line))) for t in result.todos]
+    result.todos = [replace(t, line=marker_line(t.code, t.reason, t.line)) for t in result.todos]
     return result
