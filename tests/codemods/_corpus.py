@@ -11,7 +11,6 @@ import contextlib
 import functools
 import importlib.util
 import json
-import os
 import shutil
 import stat
 import sys
@@ -91,8 +90,3 @@ def measure_corpus(work: Path, target: Optional[str] = None) -> CorpusRun:
 def original(rel: str) -> bytes:
     """A corpus file as its authors wrote it."""
     return (CORPUS / rel).read_bytes()
-
-
-def env_without_pythonpath() -> dict[str, str]:
-    """This process's environment minus ``PYTHONPATH`` (for the tool's subprocesses)."""
-    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}

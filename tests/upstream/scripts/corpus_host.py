@@ -1,0 +1,225 @@
+"""Runs in a side venv with the REAL osmosis-ai: serves many migrated programs from one process.
+
+Input (JSON on stdin): ``{"programs": [{"name", "path", "module", "root"}], "measure": path, "import_timeout": s}``.
+For each program: import it (``module`` dotted under ``root`` for a file of a package, else the file alone under a
+unique name), find the one ``AgentWorkflow`` subclass it defines and its ``Grader`` (if any), build the real
+``create_rollout_server(backend=LocalBackend(workflow=…, grader=…))`` and serve it with uvicorn on its own port of
+127.0.0.1 — every server in this one process and event loop, so ~100 programs cost one interpreter start.
+
+Output: one line ``READY <json>`` (per program: ``url``, ``workflow``, ``grader``, ``stubs``, ``env``, or
+``error``), then the servers run until the process is killed.
+
+Third-party modules a program needs and this venv lacks (``strands_tools``, an app's own package, a sibling module
+the corpus does not include, the parent package of a relative import) are replaced by the permissive stubs of
+``--import-python`` in ``tests/codemods/corpus/measure.py`` (its path comes in the input) — but never the packages
+the migration is about (``PROTECTED``): a migrated program that needs something of them that is missing fails, as
+it would for a user. Settings a program reads from the environment without a default get a harmless value
+(``env_it_reads``).
+"""
+
+import asyncio
+import importlib.util
+import json
+import os
+import signal
+import socket
+import sys
+import traceback
+
+PROTECTED = ("osmosis_ai", "osmosis_compat", "strands", "agents", "litellm", "openai")
+#: parent packages given to single files so that their relative imports (``from .tools import x``) resolve to stubs
+ANCHOR = "_corpus_anchor_"
+STUBS = []  # the stubbed module names (see install_stubs)
+
+
+def install_stubs(measure_path):
+    """Put measure.py's own permissive stubs (its ``--import-python`` snippet, up to where it imports a file) first
+    on ``sys.meta_path``, serving the names in ``STUBS`` (which grows as programs need more)."""
+    namespace = {}
+    with open(measure_path) as fh:
+        source = fh.read()
+    code = source.split('IMPORT_SNIPPET = r"""', 1)[1].split('"""', 1)[0].split("\nif STUBS:", 1)[0]
+    exec(compile(code, measure_path + ":IMPORT_SNIPPET", "exec"), namespace)
+    namespace["STUBS"] = STUBS  # the finder reads its module global at each lookup: this list
+    sys.meta_path.insert(0, namespace["_Finder"]())
+
+
+class ImportTimeout(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise ImportTimeout("the import did not finish in time")
+
+
+def _load_once(program, index):
+    """Import the program's module once; returns it (raises what the import raised)."""
+    if program.get("module"):
+        sys.path.insert(0, program["root"])
+        try:
+            return importlib.import_module(program["module"])
+        finally:
+            sys.path.remove(program["root"])
+    path = program["path"]
+    directory = os.path.dirname(path)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    name = f"{ANCHOR}{index}.{stem}"
+    if f"{ANCHOR}{index}" not in STUBS:
+        STUBS.append(f"{ANCHOR}{index}")  # the parent package: a stub, so are the siblings it does not have
+    before = set(sys.modules)
+    sys.path.insert(0, directory)
+    try:
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(name, None)
+            raise
+        return module
+    finally:
+        sys.path.remove(directory)
+        # siblings imported from this directory are this program's: another program's sibling of the same name
+        # must not find them in sys.modules
+        for key in set(sys.modules) - before:
+            file = getattr(sys.modules.get(key), "__file__", None) or ""
+            if key != name and os.path.dirname(os.path.abspath(file)) == directory:
+                sys.modules.pop(key, None)
+
+
+def env_it_reads(path):
+    """Environment variables the program reads without a default (``os.environ["X"]``, ``os.getenv("X")``,
+    ``os.environ.get("X")``) and that are unset here: its deployment configuration (an endpoint, a key, a
+    cluster name), which a user sets. They get a harmless value — an address: the dead loopback port — so the
+    program is judged on its migration, not on a missing setting."""
+    import ast
+
+    names = set()
+    for node in ast.walk(ast.parse(open(path, "rb").read())):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and ast.unparse(node.value) in (
+                "os.environ", "environ"):
+            key = node.slice
+        elif isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords and ast.unparse(node.func) in (
+                "os.getenv", "getenv", "os.environ.get", "environ.get"):
+            key = node.args[0]
+        else:
+            continue
+        if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value not in os.environ:
+            names.add(key.value)
+    address = ("URL", "HOST", "ENDPOINT", "BASE", "URI")
+    return {n: "http://127.0.0.1:9" if any(w in n.upper() for w in address) else "dummy" for n in sorted(names)}
+
+
+def load(program, index, timeout, rounds=10):
+    """Import with stubs for missing third-party modules; returns (module, stubs used for it)."""
+    used = []
+    for _ in range(rounds):
+        before = set(sys.modules)
+        signal.alarm(timeout)
+        try:
+            return _load_once(program, index), used
+        except ModuleNotFoundError as exc:
+            missing = exc.name or ""
+            if not missing or missing.split(".")[0] in PROTECTED or missing in STUBS:
+                raise
+            STUBS.append(missing)
+            used.append(missing)
+            for key in set(sys.modules) - before:  # half-imported modules of the failed attempt
+                sys.modules.pop(key, None)
+        finally:
+            signal.alarm(0)
+    raise ImportError(f"still missing modules after stubbing {used}")
+
+
+def pick(module):
+    """(workflow class, grader class or None, workflow config or None) the module defines."""
+    from osmosis_ai.rollout import AgentWorkflow, Grader
+    from osmosis_ai.rollout.backend.local import LocalBackend
+    from osmosis_ai.rollout.types import AgentWorkflowConfig
+
+    own = [v for v in vars(module).values() if isinstance(v, type) and v.__module__ == module.__name__]
+    workflows = [c for c in own if issubclass(c, AgentWorkflow) and c is not AgentWorkflow]
+    graders = [c for c in own if issubclass(c, Grader) and c is not Grader]
+    if len(workflows) != 1:
+        raise LookupError(f"defines {len(workflows)} AgentWorkflow subclasses: {[c.__name__ for c in workflows]}")
+    workflow = workflows[0]
+    # what the program itself serves, when it builds a backend at module level (a migrated legacy loop does)
+    for value in vars(module).values():
+        if isinstance(value, LocalBackend) and value.workflow_cls is workflow:
+            return workflow, value.grader_cls, value.workflow_config
+    configs = [v for v in vars(module).values() if isinstance(v, AgentWorkflowConfig)]
+    if len(graders) > 1:
+        raise LookupError(f"defines {len(graders)} Grader subclasses: {[c.__name__ for c in graders]}")
+    return workflow, (graders[0] if graders else None), (configs[0] if len(configs) == 1 else None)
+
+
+def build(program, index, timeout):
+    """Import a program and build its real rollout server app; returns (app, facts) or (None, facts)."""
+    from osmosis_ai.rollout.backend.local import LocalBackend
+    from osmosis_ai.rollout.server import create_rollout_server
+
+    facts = {"name": program["name"]}
+    try:
+        facts["env"] = env_it_reads(program["path"])
+        os.environ.update(facts["env"])
+        module, facts["stubs"] = load(program, index, timeout)
+        workflow, grader, config = pick(module)
+        facts.update(workflow=workflow.__name__, grader=grader.__name__ if grader else None)
+        backend = LocalBackend(workflow=workflow, grader=grader, workflow_config=config)
+        return create_rollout_server(backend=backend), facts
+    except BaseException as exc:  # reported per program; the others are still served
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        tb = traceback.extract_tb(exc.__traceback__)
+        where = next((f"{os.path.basename(f.filename)}:{f.lineno}" for f in reversed(tb)
+                      if f.filename == program["path"]), "")
+        facts["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
+        facts["where"] = where
+        return None, facts
+
+
+async def serve(apps):
+    """Every app on its own pre-bound loopback socket, in this event loop; returns (urls, server tasks)."""
+    import uvicorn
+
+    servers, tasks, urls = [], [], []
+    for app in apps:
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_keep_alive=30)
+        server = uvicorn.Server(config)
+        server.install_signal_handlers = lambda: None  # one process, many servers: the parent kills it
+        servers.append(server)
+        tasks.append(asyncio.create_task(server.serve(sockets=[sock])))
+        urls.append(f"http://127.0.0.1:{sock.getsockname()[1]}")
+    while not all(s.started for s in servers):
+        if any(t.done() for t in tasks):
+            break
+        await asyncio.sleep(0.05)
+    return urls, tasks
+
+
+async def main():
+    spec = json.loads(sys.stdin.read())
+    sys.stdin = open(os.devnull)  # a program reading input() gets EOF, never the harness's pipe
+    install_stubs(spec["measure"])
+    signal.signal(signal.SIGALRM, _alarm)
+    built = [build(p, i, int(spec.get("import_timeout", 30))) for i, p in enumerate(spec["programs"])]
+    apps = [app for app, _ in built if app is not None]
+    urls, tasks = await serve(apps)
+    out, it = [], iter(zip(urls, tasks))
+    for app, facts in built:
+        if app is not None:
+            url, task = next(it)
+            if task.done():
+                facts["error"] = f"server did not start: {task.exception()!r}"
+            else:
+                facts["url"] = url
+        out.append(facts)
+    print("READY " + json.dumps(out), flush=True)
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
