@@ -117,8 +117,9 @@ def problems_of(run: CorpusRun, rel: str) -> list[str]:
         out.append("the output imports osmosis_compat (migrated code must need osmosis-ai only)")
     data, before = (run.tree / rel).read_bytes(), original(rel)
     if rec["category"] == "todo-only" and rec.get("refused_but_edited"):
-        diff = difflib.unified_diff(before.decode("utf-8", "replace").splitlines(),
-                                    _without_todo_lines(data, before).splitlines(), "original", "output", lineterm="", n=0)
+        kept = _without_todo_lines(data, before).splitlines()
+        diff = difflib.unified_diff(before.decode("utf-8", "replace").splitlines(), kept, "original", "output",
+                                    lineterm="", n=0)
         out.append("refused but edited (beyond its TODO lines):\n" + "\n".join(list(diff)[:30]))
     if rec["category"] in ("unchanged", "failed") and data != before:
         out.append(f"reported {rec['category']} but the file changed")
