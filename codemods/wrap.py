@@ -26,25 +26,15 @@ with several workflows gets a TODO (discovery wants one per entrypoint module).
 from __future__ import annotations
 
 import re
-from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Optional, Sequence
 
 import libcst as cst
 
-from codemods.analysis.body import NameReferences, RunShape, RunSite, code
-from codemods.analysis.program import (
-    CtorPlan,
-    Driver,
-    Plan,
-    RunPlan,
-    SessionPlan,
-    assigned_name,
-    assigned_value,
-    find_drivers,
-    is_main_guard,
-    module_model,
-    plan_driver,
-)
+from codemods.analysis.body import NameReferences, code
+from codemods.analysis.drivers import Driver, find_drivers
+from codemods.analysis.module import assigned_name, assigned_value, is_main_guard, module_model
+from codemods.plan.model import CtorPlan, Plan, SessionPlan
+from codemods.plan.planner import plan_driver
 from codemods.base import (
     ImportTable,
     RuleContext,
@@ -55,356 +45,12 @@ from codemods.base import (
 )
 from codemods.visit import children as visit_children
 from codemods.visit import visit as fast_visit
+from codemods.syntax import ascii_reason, assign_stmt, block_statements, camel, comments_of, is_docstring, is_import_stmt, keep_comments, kwarg, replace_method, run_method, strip_comments, strip_trailing_bare_return, tidy_moved, unique_name, with_blank_lines, with_kwarg
+from codemods.framework import Framework
+from codemods.osmosis_api import GRADER_BASES, PROMPT_TEXT, WORKFLOW_BASES, WORKFLOW_IMPORTS, prompt_helper_node, prompt_text_expr
 
 if TYPE_CHECKING:
-    from codemods.analysis.program import ModuleModel, _Planner
-
-WORKFLOW_IMPORTS = [("osmosis_ai.rollout", "AgentWorkflow"), ("osmosis_ai.rollout", "AgentWorkflowContext")]
-WORKFLOW_BASES = ("osmosis_ai.rollout.AgentWorkflow", "osmosis_ai.rollout.agent_workflow.AgentWorkflow")
-GRADER_BASES = ("osmosis_ai.rollout.Grader", "osmosis_ai.rollout.grader.Grader")
-PROMPT_TEXT = "_prompt_text"
-CTX_PROMPT = cst.Attribute(value=cst.Name("ctx"), attr=cst.Name("prompt"))
-
-# ------------------------------------------------------------------------------------------------ small helpers
-
-
-def camel(name: str) -> str:
-    """``research_and_summarize`` → ``ResearchAndSummarize`` (a valid class name: leading digits dropped)."""
-    parts = [p for p in re.split(r"[_\W]+", name) if p]
-    out = "".join(p[:1].upper() + p[1:] for p in parts).lstrip("0123456789")
-    return out or "Script"
-
-
-def kwarg(call: cst.Call, name: str) -> Optional[cst.Arg]:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return arg
-    return None
-
-
-def _plain_comma(comma: cst.Comma) -> cst.Comma:
-    """``comma`` with its layout (line breaks, indentation) but without the comments it carries."""
-    ws = comma.whitespace_after
-    if isinstance(ws, cst.ParenthesizedWhitespace):
-        ws = ws.with_changes(
-            first_line=cst.TrailingWhitespace(),
-            empty_lines=[],
-        )
-    return comma.with_changes(whitespace_after=ws)
-
-
-def with_kwarg(call: cst.Call, name: str, value: cst.BaseExpression) -> cst.Call:
-    """``call`` with keyword ``name=value`` (replaced if present, else appended, keeping the call's layout; comments
-    between the arguments stay where they are and are never copied)."""
-    args = list(call.args)
-    for i, arg in enumerate(args):
-        if arg.keyword is not None and arg.keyword.value == name:
-            args[i] = arg.with_changes(value=value)
-            return call.with_changes(args=args)
-    new = cst.Arg(keyword=cst.Name(name), value=value, equal=cst.AssignEqual(
-        whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
-    if args:
-        last = args[-1]
-        if isinstance(last.comma, cst.Comma):
-            # multi-line call with a trailing comma: the new argument takes the closing layout (and whatever
-            # comments sit before the parenthesis), the old last one the plain layout between arguments
-            between = args[-2].comma if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else last.comma
-            args[-1] = last.with_changes(comma=_plain_comma(between))
-            args.append(new.with_changes(comma=last.comma))
-        else:
-            # the layout before the closing parenthesis (a line break) moves to the new last argument
-            args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")),
-                                         whitespace_after_arg=cst.SimpleWhitespace(""))
-            args.append(new.with_changes(whitespace_after_arg=last.whitespace_after_arg))
-    else:
-        args.append(new)
-    return call.with_changes(args=args)
-
-
-def without_kwarg(call: cst.Call, name: str) -> cst.Call:
-    args = list(call.args)
-    for i, a in enumerate(args):
-        if a.keyword is not None and a.keyword.value == name:
-            if i == len(args) - 1 and i > 0:
-                # the previous argument takes the removed one's trailing layout
-                args[i - 1] = args[i - 1].with_changes(comma=a.comma)
-            del args[i]
-            return call.with_changes(args=args)
-    return call
-
-
-def _eq() -> cst.AssignEqual:
-    return cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
-
-
-def _call(func: str, *args: cst.BaseExpression, **kwargs: cst.BaseExpression) -> cst.Call:
-    out = [cst.Arg(a) for a in args] + [cst.Arg(v, keyword=cst.Name(k), equal=_eq()) for k, v in kwargs.items()]
-    out = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) if i < len(out) - 1 else a
-           for i, a in enumerate(out)]
-    return cst.Call(func=_dotted(func), args=out)
-
-
-def _dotted(dotted: str) -> cst.BaseExpression:
-    parts = dotted.split(".")
-    expr: cst.BaseExpression = cst.Name(parts[0])
-    for part in parts[1:]:
-        expr = cst.Attribute(value=expr, attr=cst.Name(part))
-    return expr
-
-
-def _assign(var: str, value: cst.BaseExpression) -> cst.SimpleStatementLine:
-    return cst.SimpleStatementLine(body=[cst.Assign(targets=[cst.AssignTarget(cst.Name(var))], value=value)])
-
-
-def prompt_text_expr() -> cst.Call:
-    """``_prompt_text(ctx.prompt)``: the user text of the rollout prompt (the helper is generated into the file)."""
-    return cst.Call(func=cst.Name(PROMPT_TEXT), args=[cst.Arg(CTX_PROMPT)])
-
-
-PROMPT_TEXT_HELPER = '''
-
-def _prompt_text(prompt) -> str:
-    """The text of the rollout prompt's last user message: the input the program used to take.
-
-    (Generated by the migration: the prompt is a list of chat messages whose content is a string or a list of
-    text parts.)
-    """
-    for message in reversed(list(prompt or [])):
-        if not isinstance(message, dict) or message.get("role") != "user":
-            continue
-        content = message.get("content")
-        if isinstance(content, str):
-            return content
-        if isinstance(content, list):
-            return "".join(
-                part.get("text", "") if isinstance(part, dict) else str(part) for part in content
-            )
-    return ""
-'''
-
-
-def _strip_comments(node: cst.CSTNode) -> cst.CSTNode:
-    """A copy of ``node`` without comments (a copy must not duplicate the original's comments)."""
-    return node.visit(_StripComments())
-
-
-class _StripComments(cst.CSTTransformer):
-    """Drops comment lines and trailing comments (for :func:`_strip_comments`)."""
-
-    def leave_EmptyLine(self, original: cst.EmptyLine, updated: cst.EmptyLine):
-        if updated.comment is not None:
-            return cst.RemoveFromParent()
-        return updated
-
-    def leave_TrailingWhitespace(self, original: cst.TrailingWhitespace, updated: cst.TrailingWhitespace):
-        if updated.comment is not None:
-            return updated.with_changes(comment=None, whitespace=cst.SimpleWhitespace(""))
-        return updated
-
-
-def keep_comments(original: cst.CSTNode, updated):
-    """``updated`` with the comments of ``original`` it lost (an argument dropped, an expression replaced) put back
-    as comment lines above it: a rewrite never loses a comment."""
-    if not isinstance(updated, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
-        return updated
-    have: dict[str, int] = {}
-    for line in _comments_of(updated):
-        have[line.comment.value] = have.get(line.comment.value, 0) + 1
-    lost: list[cst.EmptyLine] = []
-    for line in _comments_of(original):
-        if have.get(line.comment.value, 0) > 0:
-            have[line.comment.value] -= 1
-        else:
-            lost.append(line)
-    if not lost:
-        return updated
-    return updated.with_changes(leading_lines=[*updated.leading_lines, *lost])
-
-
-def _comments_of(node: cst.CSTNode) -> list[cst.EmptyLine]:
-    """Every comment under ``node``, as comment lines (to carry the comments of code that is replaced)."""
-    out: list[cst.EmptyLine] = []
-    fast_visit(node, _CommentLines(out))
-    return out
-
-
-class _CommentLines(cst.CSTVisitor):
-    """Appends to ``out`` a comment line for every comment it meets (for :func:`_comments_of`)."""
-
-    def __init__(self, out: list[cst.EmptyLine]) -> None:
-        super().__init__()
-        self.out = out
-
-    def visit_Comment(self, n: cst.Comment) -> None:
-        self.out.append(cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=n))
-
-
-# ------------------------------------------------------------------------------------------------ the framework
-
-
-class _RunSiteCollector(cst.CSTVisitor):
-    """Tracks the names that get agents; sets ``found`` at the first run site (for Framework.has_run_site)."""
-
-    def __init__(self, fw: "Framework", agents: set[str], producers: Sequence[str]) -> None:
-        super().__init__()
-        self.fw = fw
-        self.agents = agents
-        self.producers = producers
-        self.found = False
-
-    def visit_Assign(self, n: cst.Assign) -> None:
-        if isinstance(n.value, cst.Call) and (self.fw.is_agent_ctor(n.value) or (
-            isinstance(n.value.func, cst.Name) and n.value.func.value in self.producers
-        )):
-            for t in n.targets:
-                if isinstance(t.target, cst.Name):
-                    self.agents.add(t.target.value)
-                elif isinstance(t.target, cst.Attribute) and isinstance(t.target.value, cst.Name) \
-                        and t.target.value.value == "self":
-                    self.agents.add(f"self.{t.target.attr.value}")  # kept on the object
-
-    def visit_Call(self, n: cst.Call) -> bool:
-        if self.fw.run_shape(n, self.agents) is not None:
-            self.found = True
-        return not self.found
-
-
-class Framework(ABC):
-    """What a rule tells the engine about its framework (recognisers for the analysis, writers for the emitter)."""
-
-    code: str  # the rule's base code, e.g. "OM100"
-    agent_ctors: tuple[str, ...]  # qualified names of the plain agent class
-    osmosis_agent: tuple[str, str]  # (module, name) of the replacement class
-    label: str  # "Strands" / "OpenAI Agents"
-    tool_decorators: tuple[str, ...] = ()
-
-    def __init__(self, table: ImportTable, ctx: RuleContext) -> None:
-        self.table = table
-        self.ctx = ctx
-        self.target: str = getattr(ctx, "target", None) or "0.2"
-        self.needed: list[tuple[str, str]] = []
-        self.replaced: set[str] = set()  # local names whose references a rewrite removed (import candidates)
-        self.prompt_text_needed = False  # the `_prompt_text` helper must be generated into the module
-        self.append_guard: Optional[cst.If] = None  # a `__main__` block to add (the callers were module-level)
-        self.where: Optional[cst.CSTNode] = None  # the input statement being converted (line of edits)
-        self.needs_asyncio = False  # `import asyncio` must be there (asyncio.to_thread was written)
-        self.import_aliases: set[tuple[str, str]] = set()  # (imported name, rollout name to import beside it)
-        self.imported_names: set[str] = set()  # names imported from other files of the run (repo facts)
-
-    # -- recognisers (the analysis asks these)
-    def ctor_heads(self) -> set[str]:
-        """Local names through which this framework's agent class can be reached (``Agent``, ``s`` of
-        ``s.Agent``, any name when a star import could bind it)."""
-        heads: set[str] = set()
-        for q in self.agent_ctors:
-            heads.update(self.table.local_names_for(q))
-            mod, _, name = q.rpartition(".")
-            if mod in self.table.stars:
-                heads.add(name)
-        for local, mod in self.table.modules.items():
-            if any(q.startswith(mod + ".") for q in self.agent_ctors):
-                heads.add(local)
-        return heads
-
-    def run_heads(self) -> set[str]:
-        """Local names a run site may start with (besides agent variables)."""
-        return set()
-
-    def is_agent_ctor(self, call: cst.Call) -> bool:
-        func = call.func
-        if isinstance(func, cst.Subscript):  # Agent[Ctx](...)
-            func = func.value
-        return self.table.matches(func, self.agent_ctors) is not None
-
-    def is_group_ctor(self, call: cst.Call) -> bool:
-        return False
-
-    def is_session_ctor(self, call: cst.Call) -> bool:
-        return False
-
-    def model_kind(self, call: cst.Call) -> Optional[str]:
-        return None
-
-    def is_tool_decorator(self, func: cst.FunctionDef) -> bool:
-        for dec in func.decorators:
-            d = dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator
-            if self.table.matches(d, self.tool_decorators) is not None:
-                return True
-        return False
-
-    @abstractmethod
-    def run_shape(self, call: cst.Call, agents: set[str]) -> Optional[RunShape]:
-        """How ``call`` runs an agent, if it is a run site (``agents``: names known to hold agents)."""
-
-    def has_run_site(self, node: cst.CSTNode, module_agents: set[str], producers: Sequence[str] = ()) -> bool:
-        """Whether ``node`` contains a run site (agents built in it, or got from a ``producers`` factory, count)."""
-        key = (id(node), frozenset(module_agents), tuple(producers))
-        cache = self.__dict__.setdefault("_run_site_cache", {})
-        if key not in cache:
-            collect = _RunSiteCollector(self, set(module_agents), producers)
-            fast_visit(node, collect)  # one pass: assignments are seen before the calls that follow them
-            cache[key] = collect.found
-        return cache[key]
-
-    # -- planning hooks (the planner asks these)
-    @abstractmethod
-    def plan_model(self, ctor: cst.Call, planner: "_Planner", nested: Optional[str]) -> tuple[CtorPlan, str, list]:
-        """(plan, problem or "", argument values the new model drops) for one agent constructor."""
-
-    @abstractmethod
-    def plan_run(self, run: RunSite, rp: RunPlan, planner: "_Planner") -> Optional[str]:
-        """Fill ``rp`` for one run (sessions, await, method); return a problem or None."""
-
-    @abstractmethod
-    def plan_samples(self, planner: "_Planner") -> Optional[str]:
-        """Check the samples the workflow will register (names unique, once per rollout; one for 0.3)."""
-
-    # -- writers
-    def note_replaced(self, func: cst.BaseExpression) -> None:
-        head = func
-        while isinstance(head, (cst.Attribute, cst.Subscript)):
-            head = head.value
-        if isinstance(head, cst.Name):
-            self.replaced.add(head.value)
-
-    def need(self, mod: str, name: str) -> None:
-        if (mod, name) not in self.needed:
-            self.needed.append((mod, name))
-
-    @abstractmethod
-    def write_run(self, call: cst.Call, run: RunSite, rp: RunPlan, text: Optional[str]) -> cst.BaseExpression:
-        """The rewritten run (``text``: the code of the expression that replaces a handler access, if any)."""
-
-    def write_ctor(self, call: cst.Call, plan: CtorPlan) -> cst.Call:
-        """``Agent(...)`` → the Osmosis class with the plan's model (and ``messages=ctx.prompt``)."""
-        self.note_replaced(call.func)
-        self.need(*self.osmosis_agent)
-        func: cst.BaseExpression = cst.Name(self.osmosis_agent[1])
-        if isinstance(call.func, cst.Subscript):  # keep the generic parameter: OsmosisAgent[Ctx](...)
-            func = call.func.with_changes(value=func)
-        new = call.with_changes(func=func)
-        if plan.model is not None:
-            positional_model = self.positional_model(new)
-            if positional_model is not None:
-                args = list(new.args)
-                args[positional_model] = args[positional_model].with_changes(value=plan.model)
-                new = new.with_changes(args=args)
-            else:
-                new = with_kwarg(new, "model", plan.model)
-        if plan.messages_prompt:
-            new = with_kwarg(new, "messages", CTX_PROMPT)
-        return new
-
-    def positional_model(self, call: cst.Call) -> Optional[int]:
-        return None
-
-    def session_stmt(self, sp: SessionPlan) -> cst.SimpleStatementLine:
-        """``var = OsmosisMemorySession(name="…")`` (0.2) / ``OsmosisMemorySession()`` (0.3): the one place
-        sessions are written."""
-        raise NotImplementedError
-
-    def session_ctor(self, sp: SessionPlan) -> cst.Call:
-        raise NotImplementedError
+    from codemods.analysis.module import ModuleModel
 
 
 # ------------------------------------------------------------------------------------------------ emitting
@@ -472,7 +118,7 @@ class _Emit(cst.CSTTransformer):
 
     def lose(self, node: cst.CSTNode) -> None:
         """``node`` is dropped from the line being rewritten: its comments go above the line."""
-        self.lost.extend(_comments_of(node))
+        self.lost.extend(comments_of(node))
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         self.nested += 1  # nested defs: their agents and runs were planned too; their returns are theirs
@@ -513,13 +159,13 @@ class _Emit(cst.CSTTransformer):
         if id(original) in p.drop:
             # the line goes; its comments stay (moved onto the next statement by _settle); the imports it used may go
             self.fw.replaced.update(name_counts(original))
-            return _dropped(_comments_of(original))
+            return _dropped(comments_of(original))
         out: list = []
         if isinstance(updated, cst.RemovalSentinel):
             return updated
         if self.lost and isinstance(original, cst.SimpleStatementLine):
             # an argument or expression a rewrite dropped from this line: its comments stay, above the line
-            have = {l.comment.value for l in _comments_of(updated)}
+            have = {l.comment.value for l in comments_of(updated)}
             lost = [l for l in self.lost if l.comment.value not in have]
             self.lost = []
             if lost:
@@ -820,23 +466,6 @@ class _TokenText(cst.CSTVisitor):
             self.parts.append(node.conversion)
 
 
-def _unique(name: str, taken: set[str]) -> str:
-    if name not in taken:
-        return name
-    n = 2
-    while f"{name}{n}" in taken:
-        n += 1
-    return f"{name}{n}"
-
-
-def _is_docstring(stmt: cst.CSTNode) -> bool:
-    return (
-        isinstance(stmt, cst.SimpleStatementLine)
-        and isinstance(stmt.body[0], cst.Expr)
-        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
-    )
-
-
 def _is_workflow_class(cls: cst.ClassDef, table: ImportTable) -> bool:
     """A subclass of the osmosis ``AgentWorkflow`` — also when the name is not imported (yet): a rule may add
     that import itself, and the answer must not change between runs (fixed point)."""
@@ -857,30 +486,6 @@ def _is_grader_class(cls: cst.ClassDef, table: ImportTable) -> bool:
     return False
 
 
-def _tidy(stmts: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
-    """Moved module-level statements keep their comments but not the blank lines that separated them."""
-    out = []
-    for stmt in stmts:
-        lines = [l.with_changes(indent=True, whitespace=cst.SimpleWhitespace("")) for l in stmt.leading_lines
-                 if l.comment is not None]
-        out.append(stmt.with_changes(leading_lines=lines))
-    return out
-
-
-def _strip_trailing_bare_return(stmts: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
-    if len(stmts) > 1:
-        last = stmts[-1]
-        if (
-            isinstance(last, cst.SimpleStatementLine)
-            and len(last.body) == 1
-            and isinstance(last.body[0], cst.Return)
-            and last.body[0].value is None
-            and not any(l.comment is not None for l in last.leading_lines)
-        ):
-            return stmts[:-1]
-    return stmts
-
-
 def _workflow_class(cls_name: str, inner: list[cst.BaseStatement], footer: Sequence[cst.EmptyLine],
                     leading: Sequence[cst.EmptyLine]) -> cst.ClassDef:
     if inner:  # no blank line at the top of run() (dropped statements may have left theirs)
@@ -890,7 +495,7 @@ def _workflow_class(cls_name: str, inner: list[cst.BaseStatement], footer: Seque
             lines.pop(0)
         inner = [first.with_changes(leading_lines=lines), *inner[1:]]
     docstring: list[cst.BaseStatement] = []
-    if inner and _is_docstring(inner[0]):
+    if inner and is_docstring(inner[0]):
         docstring, inner = [inner[0]], inner[1:]
     if not inner:
         inner = [cst.SimpleStatementLine([cst.Pass()])]
@@ -910,28 +515,6 @@ def _workflow_class(cls_name: str, inner: list[cst.BaseStatement], footer: Seque
         body=cst.IndentedBlock(body=[*docstring, run]),
         leading_lines=list(leading),
     )
-
-
-def _with_blank_lines(stmt: cst.BaseStatement, n: int = 2) -> cst.BaseStatement:
-    """``stmt`` with at least ``n`` blank lines above its comments (module-level spacing for a new class)."""
-    lines = list(stmt.leading_lines)
-    blanks = 0
-    for l in lines:
-        if l.comment is None:
-            blanks += 1
-        else:
-            break
-    if blanks >= n:
-        return stmt
-    return stmt.with_changes(leading_lines=[*(cst.EmptyLine() for _ in range(n - blanks)), *lines])
-
-
-_ASCII = str.maketrans({"\u2026": "...", "\u2014": "-", "\u2013": "-", "\u2192": "->", "\u2018": "'", "\u2019": "'"})
-
-
-def ascii_reason(reason: str) -> str:
-    """A TODO reason that any source encoding can hold (latin-1 files too): our own punctuation in ASCII."""
-    return reason.translate(_ASCII)
 
 
 class _Todo:
@@ -955,7 +538,7 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
     ctx = fw.ctx
     body = list(module.body)
     counts = ctx.top_level_name_counts(module) or [name_counts(stmt) for stmt in body]
-    repo = getattr(ctx, "repo", None)
+    repo = ctx.repo
     external = repo.external_uses(ctx.filename) if repo is not None else {}
     model = module_model(module, fw, counts, ctx.filename, external,
                          tree=ctx.tree if module is ctx.origin else None)
@@ -975,9 +558,9 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
     for i, stmt in enumerate(body):
         if isinstance(stmt, cst.ClassDef) and heads & counts[i].keys() and not has_skip_marker(stmt) \
                 and _is_workflow_class(stmt, fw.table):
-            run = _run_method(stmt)
+            run = run_method(stmt)
             if run is not None and not has_skip_marker(run):
-                drivers.append(Driver("workflow", stmt.name.value, [i], list(_suite(run.body)), run))
+                drivers.append(Driver("workflow", stmt.name.value, [i], list(block_statements(run.body)), run))
     # a function kept for its callers whose workflow was already added beside it (a previous run) is done
     done_beside = [d for d in drivers if d.kind == "function" and _has_workflow_beside(model, d, fw.table)]
     drivers = [d for d in drivers if d not in done_beside]
@@ -1047,7 +630,7 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
         idx = model.functions[name]
         func = body[idx]
         assert isinstance(func, cst.FunctionDef)
-        new_body = _emit_body(fw, fplan, _suite(func.body), drop_returns=False)
+        new_body = _emit_body(fw, fplan, block_statements(func.body), drop_returns=False)
         block = func.body.with_changes(body=new_body, footer=[*plan_tail(fplan), *func.body.footer])
         in_place = not func.decorators and all(j in inplace_idx for j in model.users(name, skip=[idx])) \
             and not model.external.get(name)
@@ -1072,13 +655,13 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
             j = model.agents[dep]
             stmt = _emit_stmt(fw, hplan, body[j])
             if in_place and not model.external.get(dep) and set(model.users(dep, skip=[j])) <= {idx} | moved_idx:
-                dep_stmts.extend(_tidy([stmt]))
+                dep_stmts.extend(tidy_moved([stmt]))
                 removed.add(j)
                 ctx.edit(code_ + "03", body[j], f"module-level agent `{dep}` now built where `{name}` runs it")
             else:
-                dep_stmts.append(_strip_comments(stmt.with_changes(leading_lines=[])))
-        inner = _emit_body(fw, hplan, _suite(func.body), drop_returns=False)
-        docstring = inner[:1] if inner and _is_docstring(inner[0]) else []
+                dep_stmts.append(strip_comments(stmt.with_changes(leading_lines=[])))
+        inner = _emit_body(fw, hplan, block_statements(func.body), drop_returns=False)
+        docstring = inner[:1] if inner and is_docstring(inner[0]) else []
         inner = [*docstring, *dep_stmts, *inner[len(docstring):]]
         block = func.body.with_changes(body=inner, footer=[*plan_tail(hplan), *func.body.footer])
         _place_rollout_version(fw, ctx, replacements, top_names, users_plans, func, idx, name, block, in_place,
@@ -1100,7 +683,7 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
         only_here = {d for mp in mplans.values() for d in mp.deps
                      if in_place and not model.external.get(d)
                      and set(model.users(d, skip=[model.agents[d]])) <= {idx}}
-        for stmt in _suite(cls.body):
+        for stmt in block_statements(cls.body):
             mp = mplans.get(id(stmt))
             if mp is None:
                 new_methods.append(stmt)
@@ -1111,12 +694,12 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
                 dep_stmt = _emit_stmt(fw, mp, body[j])
                 if d in only_here and j not in removed:  # the first method that builds it takes its comments
                     removed.add(j)
-                    deps.extend(_tidy([dep_stmt]))
+                    deps.extend(tidy_moved([dep_stmt]))
                     ctx.edit(code_ + "03", body[j], f"module-level agent `{d}` now built where `{name}` runs it")
                 else:
-                    deps.append(_strip_comments(dep_stmt.with_changes(leading_lines=[])))
-            inner = _emit_body(fw, mp, _suite(stmt.body), drop_returns=False)
-            docstring = inner[:1] if inner and _is_docstring(inner[0]) else []
+                    deps.append(strip_comments(dep_stmt.with_changes(leading_lines=[])))
+            inner = _emit_body(fw, mp, block_statements(stmt.body), drop_returns=False)
+            docstring = inner[:1] if inner and is_docstring(inner[0]) else []
             inner = [*docstring, *deps, *inner[len(docstring):]]
             new_methods.append(stmt.with_changes(body=stmt.body.with_changes(
                 body=inner, footer=[*plan_tail(mp), *stmt.body.footer])))
@@ -1126,9 +709,9 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
             ctx.edit(code_ + "03", cls, f"class `{name}` now builds and runs {fw.osmosis_agent[1]} (only workflows "
                      "use it)")
         else:
-            new_name = _unique(f"{name}ForRollout", top_names)
+            new_name = unique_name(f"{name}ForRollout", top_names)
             top_names.add(new_name)
-            copy = _strip_comments(new_cls.with_changes(name=cst.Name(new_name),
+            copy = strip_comments(new_cls.with_changes(name=cst.Name(new_name),
                                                         leading_lines=[cst.EmptyLine(), cst.EmptyLine()]))
             replacements[idx] = [cls, copy]
             for p in users_plans:
@@ -1174,13 +757,13 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
             if not p.runs and not p.ctors and not p.model_assigns and not p.sessions:
                 continue  # nothing plain left in it
             cls = body[first]
-            run = _run_method(cls)
-            new_body = _emit_body(fw, p, list(_suite(run.body)), drop_returns=False)
+            run = run_method(cls)
+            new_body = _emit_body(fw, p, list(block_statements(run.body)), drop_returns=False)
             new_run = run.with_changes(body=run.body.with_changes(body=new_body, footer=[*plan_tail(p), *run.body.footer]))
-            replacements[first] = [_replace_method(cls, run, new_run)]
+            replacements[first] = [replace_method(cls, run, new_run)]
             ctx.edit(code_ + "03", cls, f"`{d.name}.run()` migrated in place")
             continue
-        cls_name = _unique(camel(d.name) + "Workflow", top_names)
+        cls_name = unique_name(camel(d.name) + "Workflow", top_names)
         top_names.add(cls_name)
         p.cls_name = cls_name
         # module-level agents built per rollout in run(), in module order
@@ -1189,24 +772,24 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
             j = model.agents[name]
             stmt = _emit_stmt(fw, p, body[j])
             if name in moved and owner[name] is p and p.mode == "inplace":
-                dep_stmts.extend(_tidy([stmt]))
+                dep_stmts.extend(tidy_moved([stmt]))
                 removed.add(j)
                 ctx.edit(code_ + "03", body[j], f"module-level agent `{name}` now built per rollout in {cls_name}.run()")
             else:
-                dep_stmts.append(_strip_comments(stmt.with_changes(leading_lines=[])))
+                dep_stmts.append(strip_comments(stmt.with_changes(leading_lines=[])))
         prefix: list[cst.BaseStatement] = []
         for var, default in p.defaults:
-            prefix.append(_assign(var, default))
+            prefix.append(assign_stmt(var, default))
         if p.bind:
-            prefix.append(_assign(p.bind, prompt_text_expr()))
+            prefix.append(assign_stmt(p.bind, prompt_text_expr()))
         inner = _emit_body(fw, p, d.stmts, drop_returns=True)
         if d.kind == "script":
-            inner = _tidy(inner)
-        docstring = inner[:1] if inner and _is_docstring(inner[0]) else []
-        inner = _strip_trailing_bare_return([*docstring, *prefix, *dep_stmts, *inner[len(docstring):]])
+            inner = tidy_moved(inner)
+        docstring = inner[:1] if inner and is_docstring(inner[0]) else []
+        inner = strip_trailing_bare_return([*docstring, *prefix, *dep_stmts, *inner[len(docstring):]])
         footer = [*plan_tail(p), *(d.func.body.footer if d.func is not None and isinstance(d.func.body, cst.IndentedBlock) else [])]
         if p.mode == "beside":
-            inner = [_strip_comments(s) for s in inner]
+            inner = [strip_comments(s) for s in inner]
             footer = []
             cls = _workflow_class(cls_name, inner, footer, [cst.EmptyLine(), cst.EmptyLine()])
             replacements[first] = [body[first], cls]
@@ -1224,7 +807,7 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
             ctx.edit(code_ + "03", body[first], f"the module-level code that runs the agent wrapped as "
                      f"{cls_name}(AgentWorkflow).run()")
         else:  # the __main__ block runs the agent itself
-            cls = _workflow_class(cls_name, _tidy(inner), [], [cst.EmptyLine(), cst.EmptyLine()])
+            cls = _workflow_class(cls_name, tidy_moved(inner), [], [cst.EmptyLine(), cst.EmptyLine()])
             replacements[first] = [cls, _serving_guard(fw, body[first], cls_name, None, model)]
             ctx.edit(code_ + "03", body[first], f"the `__main__` block wrapped as {cls_name}(AgentWorkflow).run()")
         created.append((cls_name, body[first]))
@@ -1305,7 +888,7 @@ def migrate_module(module: cst.Module, fw: Framework) -> cst.Module:
         if carried:
             guard = guard.with_changes(leading_lines=[*guard.leading_lines, *carried])
             carried = []
-        new_body.append(_with_blank_lines(guard))
+        new_body.append(with_blank_lines(guard))
     if carried:
         module = module.with_changes(footer=[*carried, *module.footer])
     if not replacements and not removed and not todos.at:
@@ -1347,10 +930,10 @@ def _place_rollout_version(fw: Framework, ctx: RuleContext, replacements: dict, 
         ctx.edit(code_ + "03", func, f"{'factory ' if kind == 'factory' else ''}`{name}` now "
                  f"{'builds' if kind == 'factory' else 'runs'} {fw.osmosis_agent[1]} (only migrated code uses it)")
         return
-    new_name = _unique(f"{name}_for_rollout", top_names)
+    new_name = unique_name(f"{name}_for_rollout", top_names)
     top_names.add(new_name)
     decorators = [] if kind == "factory" else _tool_named(fw, func, name)
-    copy = _strip_comments(func.with_changes(name=cst.Name(new_name), body=block, decorators=decorators,
+    copy = strip_comments(func.with_changes(name=cst.Name(new_name), body=block, decorators=decorators,
                                              leading_lines=[cst.EmptyLine(), cst.EmptyLine()]))
     replacements[idx] = [func, copy]
     for p in users_plans:
@@ -1364,24 +947,6 @@ def _has_workflow_beside(model: "ModuleModel", d: Driver, table: ImportTable) ->
     nxt = model.body[i + 1] if i + 1 < len(model.body) else None
     return isinstance(nxt, cst.ClassDef) and nxt.name.value.startswith(camel(d.name) + "Workflow") \
         and _is_workflow_class(nxt, table)
-
-
-def _suite(block: cst.BaseSuite) -> list[cst.BaseStatement]:
-    if isinstance(block, cst.IndentedBlock):
-        return list(block.body)
-    return [cst.SimpleStatementLine(body=list(block.body))]
-
-
-def _run_method(cls: cst.ClassDef) -> Optional[cst.FunctionDef]:
-    for stmt in _suite(cls.body):
-        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "run" and stmt.asynchronous is not None:
-            return stmt
-    return None
-
-
-def _replace_method(cls: cst.ClassDef, old: cst.FunctionDef, new: cst.FunctionDef) -> cst.ClassDef:
-    body = [new if s is old else s for s in _suite(cls.body)]
-    return cls.with_changes(body=cls.body.with_changes(body=body))
 
 
 def _emit_body(fw: Framework, plan: Plan, stmts: Sequence[cst.BaseStatement], drop_returns: bool) -> list:
@@ -1443,7 +1008,7 @@ def _serving_guard(fw: Framework, guard: Optional[cst.CSTNode], cls_name: str, d
             body=cst.IndentedBlock(body=serving),
         )
     assert isinstance(guard, cst.If)
-    stmts = _suite(guard.body)
+    stmts = block_statements(guard.body)
     if driver_name is None:
         replaced = list(range(len(stmts)))  # the block ran the agent itself: all of it moved into run()
     else:
@@ -1458,7 +1023,7 @@ def _serving_guard(fw: Framework, guard: Optional[cst.CSTNode], cls_name: str, d
     for k, s in enumerate(stmts):
         if k in gone:
             if driver_name is not None:
-                carried.extend(_comments_of(s))
+                carried.extend(comments_of(s))
             if not placed and k in replaced:
                 placed = True
                 new.append(None)  # type: ignore[arg-type]  # the serving lines go here
@@ -1686,7 +1251,7 @@ def migrate_plain(module: cst.Module, ctx: RuleContext, rule_code: str, framewor
     table = ImportTable.of(module)
     fw = framework(table, ctx)
     if fw is None:
-        repo = getattr(ctx, "repo", None)
+        repo = ctx.repo
         if repo is None or not any(v.rule == rule_code for v in repo.imported(ctx.filename).values()):
             return module
         fw = fallback(table, ctx)
@@ -1695,18 +1260,15 @@ def migrate_plain(module: cst.Module, ctx: RuleContext, rule_code: str, framewor
 
 def fw_finish(module: cst.Module, fw: Framework) -> cst.Module:
     """Framework hook (e.g. module-level models), the prompt helper, then the imports."""
-    finish = getattr(fw, "finish", None)
-    if finish is not None:
-        module = finish(module)
-    if getattr(fw, "prompt_text_needed", False):
+    if fw.prompt_text_needed:
         module = _add_prompt_helper(module, fw)
     # the names the module's statements use, taken before imports are added (new imports shift the statements)
     used = None
-    body_counts = getattr(fw, "body_counts", None)
+    body_counts = fw.body_counts
     if fw.replaced and body_counts is not None and len(body_counts) == len(module.body):
         used = set()
         for stmt, c in zip(module.body, body_counts):
-            if not _is_import_stmt(stmt):
+            if not is_import_stmt(stmt):
                 used.update(c)
     if fw.needs_asyncio and ImportTable.of(module).modules.get("asyncio") != "asyncio":
         module = _add_plain_import(module, "asyncio")
@@ -1734,19 +1296,19 @@ def _add_prompt_helper(module: cst.Module, fw: Optional["Framework"] = None) -> 
     body = list(module.body)
     if any(isinstance(s, cst.FunctionDef) and s.name.value == PROMPT_TEXT for s in body):
         return module
-    helper = _prompt_helper_node()
+    helper = prompt_helper_node()
     at = next((i for i, s in enumerate(body) if isinstance(s, (cst.FunctionDef, cst.ClassDef)) or (
-        isinstance(s, cst.SimpleStatementLine) and assigned_name(s) is None and not _is_import_stmt(s)
-        and not _is_docstring(s))), len(body))
+        isinstance(s, cst.SimpleStatementLine) and assigned_name(s) is None and not is_import_stmt(s)
+        and not is_docstring(s))), len(body))
     # after the imports at least
-    last_import = max((i for i, s in enumerate(body) if _is_import_stmt(s)), default=-1)
+    last_import = max((i for i, s in enumerate(body) if is_import_stmt(s)), default=-1)
     at = max(at, last_import + 1)
-    helper = _with_blank_lines(helper.with_changes(leading_lines=[]))
+    helper = with_blank_lines(helper.with_changes(leading_lines=[]))
     body.insert(at, helper)
-    if fw is not None and getattr(fw, "body_counts", None) is not None:
+    if fw is not None and fw.body_counts is not None:
         fw.body_counts.insert(at, {})  # the helper uses no import the clean-up could remove
     if at + 1 < len(body):
-        body[at + 1] = _with_blank_lines(body[at + 1])
+        body[at + 1] = with_blank_lines(body[at + 1])
     return module.with_changes(body=body)
 
 
@@ -1798,15 +1360,15 @@ def _import_beside(module: cst.Module, local: str, new: str) -> cst.Module:
 def _agent_factory(model: "ModuleModel", fw: Framework, name: str, factory: str) -> Optional[cst.FunctionDef]:
     """``def <factory>(): …; return OsmosisAgent(...)``: the module-level agent ``name`` (and the module agents it
     references, e.g. handoffs) built per call as the Osmosis class on the placeholder model."""
-    from codemods.analysis.program import _Planner
+    from codemods.plan.planner import DriverPlanner
 
     deps = sorted(_module_agent_deps(model, {name}) - {name}, key=lambda n: model.agents[n])
     stmts = [model.body[model.agents[d]] for d in (*deps, name)]
-    plan = _Planner(model, fw, Driver("factory", factory, [model.agents[name]], stmts, None), fw.target).run()
-    fw.__dict__.setdefault("factory_problems", {})[name] = "; ".join(plan.problems)
+    plan = DriverPlanner(model, fw, Driver("factory", factory, [model.agents[name]], stmts, None), fw.target).run()
+    fw.factory_problems[name] = "; ".join(plan.problems)
     if plan.problems:
         return None
-    converted = [_strip_comments(_emit_stmt(fw, plan, s).with_changes(leading_lines=[])) for s in stmts]
+    converted = [strip_comments(_emit_stmt(fw, plan, s).with_changes(leading_lines=[])) for s in stmts]
     last = assigned_value(converted[-1])
     body = [*converted[:-1], cst.SimpleStatementLine(body=[cst.Return(value=last)])]
     return cst.FunctionDef(
@@ -1819,9 +1381,9 @@ def _agent_factory(model: "ModuleModel", fw: Framework, name: str, factory: str)
 
 def _offered_copy(model: "ModuleModel", fw: Framework, name: str, new_name: str, kind: str) -> Optional[cst.CSTNode]:
     """The rollout version of a class or helper function another file uses (a comment-free converted copy)."""
-    from codemods.analysis.program import _Planner
+    from codemods.plan.planner import DriverPlanner
 
-    stub = _Planner(model, fw, Driver("function", "__offer__", [], [], None), fw.target)
+    stub = DriverPlanner(model, fw, Driver("function", "__offer__", [], [], None), fw.target)
     stub.p = Plan(driver=stub.d, facts=body_facts_empty())
     if kind == "class":
         stub.plan_class(name)
@@ -1831,28 +1393,28 @@ def _offered_copy(model: "ModuleModel", fw: Framework, name: str, new_name: str,
         cls = model.body[model.classes[name]]
         by_id = {id(mp.driver.func): mp for mp in plans}
         methods = []
-        for stmt in _suite(cls.body):
+        for stmt in block_statements(cls.body):
             mp = by_id.get(id(stmt))
             if mp is None:
                 methods.append(stmt)
                 continue
-            deps = [_strip_comments(_emit_stmt(fw, mp, model.body[model.agents[d]]).with_changes(leading_lines=[]))
+            deps = [strip_comments(_emit_stmt(fw, mp, model.body[model.agents[d]]).with_changes(leading_lines=[]))
                     for d in mp.deps]
-            inner = _emit_body(fw, mp, _suite(stmt.body), drop_returns=False)
+            inner = _emit_body(fw, mp, block_statements(stmt.body), drop_returns=False)
             methods.append(stmt.with_changes(body=stmt.body.with_changes(body=[*deps, *inner])))
         new = cls.with_changes(name=cst.Name(new_name), body=cls.body.with_changes(body=methods))
     else:
         func = model.body[model.functions[name]]
-        driver = Driver("helper", name, [model.functions[name]], list(_suite(func.body)), func)
-        hplan = _Planner(model, fw, driver, fw.target).run()
+        driver = Driver("helper", name, [model.functions[name]], list(block_statements(func.body)), func)
+        hplan = DriverPlanner(model, fw, driver, fw.target).run()
         if hplan.problems:
             return None
-        deps = [_strip_comments(_emit_stmt(fw, hplan, model.body[model.agents[d]]).with_changes(leading_lines=[]))
+        deps = [strip_comments(_emit_stmt(fw, hplan, model.body[model.agents[d]]).with_changes(leading_lines=[]))
                 for d in hplan.deps]
-        inner = _emit_body(fw, hplan, _suite(func.body), drop_returns=False)
+        inner = _emit_body(fw, hplan, block_statements(func.body), drop_returns=False)
         new = func.with_changes(name=cst.Name(new_name), body=func.body.with_changes(body=[*deps, *inner]),
                                 decorators=_tool_named(fw, func, name))
-    return _strip_comments(new.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()]))
+    return strip_comments(new.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()]))
 
 
 def _tool_named(fw: Framework, func: cst.FunctionDef, name: str) -> list:
@@ -1882,12 +1444,12 @@ def body_facts_empty():
 def offers_of(tree: cst.Module, fw: Framework, module_name: str, names: Sequence[str]) -> dict:
     """What ``tree`` can offer other files for ``names`` (used by :mod:`codemods.analysis.repo`): a rollout factory
     for a module-level agent, a rollout copy of a class whose methods run agents or of a helper — or why not."""
-    from codemods.analysis.program import _Planner
+    from codemods.plan.planner import DriverPlanner
     from codemods.analysis.repo import Verdict
 
     counts = [name_counts(s) for s in tree.body]
     model = module_model(tree, fw, counts, fw.ctx.filename, {n: ["other modules"] for n in names})
-    repo = getattr(fw.ctx, "repo", None)
+    repo = fw.ctx.repo
     if repo is not None:  # what this exporter itself imports from files analysed before it
         _apply_imported(model, fw, repo)
     find_drivers(model, fw)
@@ -1898,11 +1460,11 @@ def offers_of(tree: cst.Module, fw: Framework, module_name: str, names: Sequence
         if name in model.agents and name not in model.groups:
             factory = f"{name}_for_rollout"
             fn = _agent_factory(model, fw, name, factory)
-            why = fw.__dict__.get("factory_problems", {}).get(name) or "it cannot be built on the rollout model"
+            why = fw.factory_problems.get(name) or "it cannot be built on the rollout model"
             out[name] = Verdict("agent", module_name, name, factory if fn is not None else None,
                                 "" if fn is not None else why, rule=fw.code)
         elif name in model.runner_classes and name in model.classes:
-            stub = _Planner(model, fw, Driver("function", "__offer__", [], [], None), fw.target)
+            stub = DriverPlanner(model, fw, Driver("function", "__offer__", [], [], None), fw.target)
             stub.p = Plan(driver=stub.d, facts=body_facts_empty())
             stub.plan_class(name)
             ok = not stub.p.problems
@@ -1910,8 +1472,8 @@ def offers_of(tree: cst.Module, fw: Framework, module_name: str, names: Sequence
                                 "; ".join(stub.p.problems), rule=fw.code)
         elif name in model.runners and name in model.functions:
             func = model.body[model.functions[name]]
-            driver = Driver("helper", name, [model.functions[name]], list(_suite(func.body)), func)
-            hplan = _Planner(model, fw, driver, fw.target).run()
+            driver = Driver("helper", name, [model.functions[name]], list(block_statements(func.body)), func)
+            hplan = DriverPlanner(model, fw, driver, fw.target).run()
             ok = not hplan.problems
             out[name] = Verdict("helper", module_name, name, f"{name}_for_rollout" if ok else None,
                                 "; ".join(hplan.problems), rule=fw.code)
@@ -1923,7 +1485,7 @@ def _add_plain_import(module: cst.Module, name: str) -> cst.Module:
     body = list(module.body)
     at = 0
     for i, stmt in enumerate(body):
-        if i == 0 and _is_docstring(stmt):
+        if i == 0 and is_docstring(stmt):
             at = 1
             continue
         if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.ImportFrom) \
@@ -1939,15 +1501,3 @@ def _add_plain_import(module: cst.Module, name: str) -> cst.Module:
     return module.with_changes(body=body)
 
 
-_HELPER_NODE: list = []
-
-
-def _prompt_helper_node() -> cst.FunctionDef:
-    """The ``_prompt_text`` function, parsed once per process (parsing a snippet costs more than a rule)."""
-    if not _HELPER_NODE:
-        _HELPER_NODE.append(cst.parse_module(PROMPT_TEXT_HELPER).body[0])
-    return _HELPER_NODE[0]
-
-
-def _is_import_stmt(stmt: cst.CSTNode) -> bool:
-    return isinstance(stmt, cst.SimpleStatementLine) and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)

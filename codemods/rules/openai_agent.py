@@ -30,13 +30,16 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from codemods.analysis.body import RunShape, RunSite, code
-from codemods.analysis.program import CtorPlan, RunPlan, SessionPlan
+from codemods.plan.model import CtorPlan, RunPlan, SessionPlan
 from codemods.base import ImportTable, Rule, RuleContext
 from codemods.visit import visit as fast_visit
-from codemods.wrap import CTX_PROMPT, Framework, kwarg, migrate_plain, with_kwarg, without_kwarg
+from codemods.syntax import kwarg, with_kwarg, without_kwarg
+from codemods.framework import Framework
+from codemods.osmosis_api import CTX_PROMPT
+from codemods.wrap import migrate_plain
 
 if TYPE_CHECKING:
-    from codemods.analysis.program import _Planner
+    from codemods.plan.planner import DriverPlanner
 
 OAI_MOD = "osmosis_ai.rollout.integrations.agents.openai_agents"
 AGENT_CTORS = ("agents.Agent", "agents.agent.Agent")
@@ -106,7 +109,7 @@ class OpenAIFramework(Framework):
         return None
 
     # -- planning
-    def plan_model(self, ctor: cst.Call, planner: "_Planner", nested: Optional[str]):
+    def plan_model(self, ctor: cst.Call, planner: "DriverPlanner", nested: Optional[str]):
         hosted = self._hosted_tools(ctor)
         if hosted:
             return CtorPlan(), (
@@ -184,7 +187,7 @@ class OpenAIFramework(Framework):
         self.need(OAI_MOD, "OsmosisRolloutModel")
         return cst.Call(func=cst.Name("OsmosisRolloutModel"))
 
-    def plan_run(self, run: RunSite, rp: RunPlan, planner: "_Planner") -> Optional[str]:
+    def plan_run(self, run: RunSite, rp: RunPlan, planner: "DriverPlanner") -> Optional[str]:
         shape = run.shape
         who = run.agent or code(shape.agent)
         if shape.method == "run_sync":
@@ -244,7 +247,7 @@ class OpenAIFramework(Framework):
         rp.session = var
         return None
 
-    def _user_session(self, run: RunSite, rp: RunPlan, planner: "_Planner") -> Optional[str]:
+    def _user_session(self, run: RunSite, rp: RunPlan, planner: "DriverPlanner") -> Optional[str]:
         """The program passes its own session: the object becomes an OsmosisMemorySession where it is built."""
         p = planner.p
         sess = run.shape.session
@@ -281,7 +284,7 @@ class OpenAIFramework(Framework):
                     "run() — build an OsmosisMemorySession there by hand")
         return f"it passes `session={sess.value}`, which is not a session object built here"
 
-    def _resumed_from(self, run: RunSite, planner: "_Planner") -> Optional[str]:
+    def _resumed_from(self, run: RunSite, planner: "DriverPlanner") -> Optional[str]:
         """The session of the run a ``RunState`` input continues (``state = result.to_state()``); "" when the state
         may come from runs with different sessions (the caller refuses)."""
         inp = run.shape.input_arg.value if run.shape.input_arg is not None else None
@@ -309,7 +312,7 @@ class OpenAIFramework(Framework):
             return None
         return found.pop() if len(found) == 1 else ""
 
-    def plan_samples(self, planner: "_Planner") -> Optional[str]:
+    def plan_samples(self, planner: "DriverPlanner") -> Optional[str]:
         p = planner.p
         if not self.target.startswith("0.3"):
             return None
@@ -371,7 +374,7 @@ class OpenAIFramework(Framework):
             targets=[cst.AssignTarget(cst.Name(sp.var))], value=self.session_ctor(sp))])
 
 
-def _sync_helper(planner: "_Planner") -> bool:
+def _sync_helper(planner: "DriverPlanner") -> bool:
     func = planner.d.func
     return planner.d.kind == "helper" and func is not None and func.asynchronous is None
 
@@ -379,7 +382,7 @@ def _sync_helper(planner: "_Planner") -> bool:
 SESSION_METHODS = {"get_items", "add_items", "pop_item", "clear_session", "session_id", "session_settings"}
 
 
-def _session_uses_beyond_abc(planner: "_Planner", var: str) -> Optional[str]:
+def _session_uses_beyond_abc(planner: "DriverPlanner", var: str) -> Optional[str]:
     """The first attribute of session ``var`` the code uses that is not part of the Session protocol."""
     found: list[str] = []
     for stmt in planner.d.stmts:

@@ -32,12 +32,15 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from codemods.analysis.body import RunShape, RunSite, code, is_string
-from codemods.analysis.program import CtorPlan, RunPlan
+from codemods.plan.model import CtorPlan, RunPlan
 from codemods.base import ImportTable, Rule, RuleContext, literal_eval
-from codemods.wrap import Framework, kwarg, migrate_plain, prompt_text_expr, without_kwarg
+from codemods.syntax import kwarg, without_kwarg
+from codemods.framework import Framework
+from codemods.osmosis_api import prompt_text_expr
+from codemods.wrap import migrate_plain
 
 if TYPE_CHECKING:
-    from codemods.analysis.program import _Planner
+    from codemods.plan.planner import DriverPlanner
 
 STRANDS_MOD = "osmosis_ai.rollout.integrations.agents.strands"
 AGENT_CTORS = ("strands.Agent", "strands.agent.Agent", "strands.agent.agent.Agent")
@@ -190,7 +193,7 @@ class StrandsFramework(Framework):
             arg = ctor.args[0]
         return arg
 
-    def plan_model(self, ctor: cst.Call, planner: "_Planner", nested: Optional[str]):
+    def plan_model(self, ctor: cst.Call, planner: "DriverPlanner", nested: Optional[str]):
         arg = self._model_arg(ctor)
         value = arg.value if arg is not None else None
         if value is None or is_string(value) or isinstance(value, cst.FormattedString):
@@ -242,7 +245,7 @@ class StrandsFramework(Framework):
         return CtorPlan(), f"its model `{code(value, 40)}` cannot be traced to a model the migration knows", []
 
     # -- runs and samples
-    def plan_run(self, run: RunSite, rp: RunPlan, planner: "_Planner") -> Optional[str]:
+    def plan_run(self, run: RunSite, rp: RunPlan, planner: "DriverPlanner") -> Optional[str]:
         p = planner.p
         method = run.shape.method
         can_await = (not run.nested or run.nested_async) and not (
@@ -268,19 +271,19 @@ class StrandsFramework(Framework):
                 p.prompt_text = True
         return None
 
-    def _ctor_of(self, agent: Optional[str], planner: "_Planner") -> Optional[cst.Call]:
+    def _ctor_of(self, agent: Optional[str], planner: "DriverPlanner") -> Optional[cst.Call]:
         if agent is None:
             return None
         ctors = [c.call for c in planner.p.facts.ctors if c.var == agent]
         if agent in planner.p.deps and agent not in planner.m.groups:
-            from codemods.analysis.program import assigned_value
+            from codemods.analysis.module import assigned_value
 
             v = assigned_value(planner.m.body[planner.m.agents[agent]])
             if isinstance(v, cst.Call):
                 ctors.append(v)
         return ctors[0] if len(ctors) == 1 else None
 
-    def plan_samples(self, planner: "_Planner") -> Optional[str]:
+    def plan_samples(self, planner: "DriverPlanner") -> Optional[str]:
         p = planner.p
         built: list[tuple[str, Optional[str], bool]] = []  # (what, literal name, repeated)
         helper = planner.d.kind == "helper"  # built each time the helper (a tool…) is called
@@ -295,7 +298,7 @@ class StrandsFramework(Framework):
         for dep in p.deps:
             if dep in planner.m.groups:
                 continue
-            from codemods.analysis.program import assigned_value
+            from codemods.analysis.module import assigned_value
 
             v = assigned_value(planner.m.body[planner.m.agents[dep]])
             name_arg = kwarg(v, "name") if isinstance(v, cst.Call) else None
