@@ -180,7 +180,9 @@ class Host:
                                           "_OSMOSIS_ROLLOUT_ARTIFACT_ROOT": str(home / "artifacts")})
         spec = {"programs": [{"name": p.name, "path": str(p.path), "module": p.module,
                               "root": str(p.root) if p.root else None} for p in self.programs],
-                "measure": str(CORPUS / "measure.py")}
+                "measure": str(CORPUS / "measure.py"),
+                # 0.2.31 keeps one httpx client per process for its callbacks: its servers must share one event loop
+                "one_loop": self.release.startswith("0.2.")}
         self._log = open(self.log_path, "w")
         self.proc = subprocess.Popen([str(upstream_python(self.release)), str(SCRIPTS / "corpus_host.py")],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, env=env,
@@ -250,7 +252,9 @@ async def _drive_02_async(runs: list[dict[str, Any]]) -> dict[str, Any]:
     from osmosis_compat.testing import FakeWorkflowController, ScriptedPolicy
 
     controller = FakeWorkflowController(ScriptedPolicy())
-    gate = asyncio.Semaphore(8)
+    # one at a time: the 0.2.31 servers share one event loop (see Host), so a program that blocks it (a sync MCP
+    # start waits up to 30 s) would time out the rollouts of the others
+    gate = asyncio.Semaphore(1)
 
     async def one(run: dict[str, Any]) -> dict[str, Any]:
         async with gate:
@@ -359,7 +363,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             detail = f"workflow {o.workflow}, grader {o.grader or '-'}"
             detail += (f", stubs {','.join(o.stubs)}" if o.stubs else "") + (f", env {','.join(o.env)}" if o.env else "")
             if not o.ok:
-                detail += f"; served={o.served} status={o.status} sample={o.sample}: {o.error}"
+                error = " ".join((o.error or "").split())
+                detail += f"; served={o.served} status={o.status} sample={o.sample}: {error[:300]}"
                 if o.where:
                     detail += f" [{o.where}]"
             print(f"{flag} {p.name}  ({detail})")

@@ -1,10 +1,12 @@
 """Runs in a side venv with the REAL osmosis-ai: serves many migrated programs from one process.
 
-Input (JSON on stdin): ``{"programs": [{"name", "path", "module", "root"}], "measure": path, "import_timeout": s}``.
+Input (JSON on stdin): ``{"programs": [{"name", "path", "module", "root"}], "measure": path, "import_timeout": s,
+"one_loop": bool}``.
 For each program: import it (``module`` dotted under ``root`` for a file of a package, else the file alone under a
 unique name), find the one ``AgentWorkflow`` subclass it defines and its ``Grader`` (if any), build the real
 ``create_rollout_server(backend=LocalBackend(workflow=…, grader=…))`` and serve it with uvicorn on its own port of
-127.0.0.1 — every server in this one process and event loop, so ~100 programs cost one interpreter start.
+127.0.0.1 — every server in this one process (an event loop each, or one for all with ``one_loop``), so ~100
+programs cost one interpreter start.
 
 Output: one line ``READY <json>`` (per program: ``url``, ``workflow``, ``grader``, ``stubs``, ``env``, or
 ``error``), then the servers run until the process is killed.
@@ -24,6 +26,8 @@ import os
 import signal
 import socket
 import sys
+import threading
+import time
 import traceback
 
 PROTECTED = ("osmosis_ai", "osmosis_compat", "strands", "agents", "litellm", "openai")
@@ -179,47 +183,62 @@ def build(program, index, timeout):
         return None, facts
 
 
-async def serve(apps):
-    """Every app on its own pre-bound loopback socket, in this event loop; returns (urls, server tasks)."""
-    import uvicorn
+class LoopThread:
+    """An event loop running forever in a daemon thread (the parent kills the process)."""
 
-    servers, tasks, urls = [], [], []
-    for app in apps:
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_keep_alive=30)
-        server = uvicorn.Server(config)
-        server.install_signal_handlers = lambda: None  # one process, many servers: the parent kills it
-        servers.append(server)
-        tasks.append(asyncio.create_task(server.serve(sockets=[sock])))
-        urls.append(f"http://127.0.0.1:{sock.getsockname()[1]}")
-    while not all(s.started for s in servers):
-        if any(t.done() for t in tasks):
-            break
-        await asyncio.sleep(0.05)
-    return urls, tasks
+    def __init__(self):
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, daemon=True).start()
 
 
-async def main():
+class Serving:
+    """One app served by uvicorn on a pre-bound loopback socket, in the event loop of ``loop_thread``. With a loop
+    per app, a program that blocks its loop (a sync MCP start, a sync HTTP call) stalls its own server only."""
+
+    def __init__(self, app, loop_thread):
+        import uvicorn
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", timeout_keep_alive=30))
+        self.future = asyncio.run_coroutine_threadsafe(self.server.serve(sockets=[self.sock]), loop_thread.loop)
+
+    def wait_started(self, deadline):
+        """True once serving; False if the server stopped or ``deadline`` (monotonic) passed."""
+        while not self.server.started and not self.future.done() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self.server.started and not self.future.done()
+
+    def error(self):
+        return repr(self.future.exception()) if self.future.done() else "no answer in time"
+
+
+def main():
     spec = json.loads(sys.stdin.read())
     sys.stdin = open(os.devnull)  # a program reading input() gets EOF, never the harness's pipe
+    ready = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # what the programs print goes to the log: a pipe nobody reads would fill up and block them
     install_stubs(spec["measure"])
     signal.signal(signal.SIGALRM, _alarm)
     built = [build(p, i, int(spec.get("import_timeout", 30))) for i, p in enumerate(spec["programs"])]
-    apps = [app for app, _ in built if app is not None]
-    urls, tasks = await serve(apps)
-    out, it = [], iter(zip(urls, tasks))
-    for app, facts in built:
-        if app is not None:
-            url, task = next(it)
-            if task.done():
-                facts["error"] = f"server did not start: {task.exception()!r}"
+    # a loop per app, unless the release keeps loop-bound state per process (0.2.31: one shared httpx client for
+    # its callbacks), in which case they all share one
+    shared = LoopThread() if spec.get("one_loop") else None
+    servings = [Serving(app, shared or LoopThread()) if app is not None else None for app, _ in built]
+    deadline = time.monotonic() + 120
+    out = []
+    for (_, facts), serving in zip(built, servings):
+        if serving is not None:
+            if serving.wait_started(deadline):
+                facts["url"] = serving.url
             else:
-                facts["url"] = url
+                facts["error"] = f"server did not start: {serving.error()}"
         out.append(facts)
-    print("READY " + json.dumps(out), flush=True)
-    await asyncio.gather(*tasks, return_exceptions=True)
+    ready.write("READY " + json.dumps(out) + "\n")
+    ready.close()
+    threading.Event().wait()  # serve until killed
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()
