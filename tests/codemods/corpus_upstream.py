@@ -9,11 +9,12 @@ its real client.
    output defines exactly one workflow (``select``);
 3. one process of the side venv with the real osmosis-ai (``tests/upstream/scripts/corpus_host.py``) imports them
    all and serves each with the real ``create_rollout_server(backend=LocalBackend(workflow=…, grader=…))`` on its
-   own loopback port;
+   own loopback port and event loop;
 4. 0.3.8: the real ``RolloutClient`` (``tests/upstream/scripts/corpus_client.py``, same venv) runs one rollout per
    program against the project's fake policy (``FakePollingController`` + ``ScriptedPolicy`` on 127.0.0.1):
    ``grade=True`` with a label when the module has a grader, else ``grade=False``. 0.2.31 (``--target 0.2``) has no
-   polling client: the project's fake 0.2 controller (``FakeWorkflowController``) drives it over the callbacks;
+   polling client: the project's fake 0.2 controller (``FakeWorkflowController``) drives it over the callbacks, one
+   rollout at a time;
 5. per program: served, rollout status, sample recorded, error (plus the host's traceback line in the program).
 
 Prints one line per program and ``N of M workflows run on the real <release>``; ``--report`` writes the records.

@@ -116,24 +116,37 @@ def env_it_reads(path):
 
 
 def load(program, index, timeout, rounds=10):
-    """Import with stubs for missing third-party modules; returns (module, stubs used for it)."""
+    """Import with stubs for missing third-party modules; returns (module, stubs used for it). A failed attempt
+    takes the modules it added out of ``sys.modules`` again: a half-initialised one (an import cut by the timeout)
+    must not break the programs after it."""
     used = []
     for _ in range(rounds):
         before = set(sys.modules)
         signal.alarm(timeout)
         try:
             return _load_once(program, index), used
-        except ModuleNotFoundError as exc:
-            missing = exc.name or ""
+        except BaseException as exc:
+            for key in set(sys.modules) - before:
+                sys.modules.pop(key, None)
+            missing = (exc.name or "") if isinstance(exc, ModuleNotFoundError) else ""
             if not missing or missing.split(".")[0] in PROTECTED or missing in STUBS:
                 raise
             STUBS.append(missing)
             used.append(missing)
-            for key in set(sys.modules) - before:  # half-imported modules of the failed attempt
-                sys.modules.pop(key, None)
         finally:
             signal.alarm(0)
     raise ImportError(f"still missing modules after stubbing {used}")
+
+
+def import_frameworks():
+    """The packages every program shares, imported once before the programs and outside their import timeout
+    (a loaded machine can take longer than that over litellm alone)."""
+    for name in ("osmosis_ai.rollout.server", "osmosis_ai.rollout.backend.local",
+                 "osmosis_ai.rollout.integrations.agents.strands", "osmosis_ai.rollout.integrations.agents.openai_agents"):
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:  # an extra this release lacks: the programs that need it will say so
+            print(f"corpus_host: cannot import {name}: {exc}", file=sys.stderr)
 
 
 def pick(module):
@@ -220,8 +233,9 @@ def main():
     ready = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # what the programs print goes to the log: a pipe nobody reads would fill up and block them
     install_stubs(spec["measure"])
+    import_frameworks()
     signal.signal(signal.SIGALRM, _alarm)
-    built = [build(p, i, int(spec.get("import_timeout", 30))) for i, p in enumerate(spec["programs"])]
+    built = [build(p, i, int(spec.get("import_timeout", 60))) for i, p in enumerate(spec["programs"])]
     # a loop per app, unless the release keeps loop-bound state per process (0.2.31: one shared httpx client for
     # its callbacks), in which case they all share one
     shared = LoopThread() if spec.get("one_loop") else None
