@@ -90,3 +90,15 @@ def measure_corpus(work: Path, target: Optional[str] = None) -> CorpusRun:
 def original(rel: str) -> bytes:
     """A corpus file as its authors wrote it."""
     return (CORPUS / rel).read_bytes()
+
+
+def with_xfails(names: list[str], xfail: dict[str, str]) -> list[Any]:
+    """pytest params, one per name; a name in ``xfail`` is a strict xfail whose reason is its cause (a fix makes it
+    XPASS, which fails the run: delete the entry then). Raises if the table names something that is not there."""
+    import pytest
+
+    unknown = sorted(set(xfail) - set(names))
+    if unknown:
+        raise ValueError(f"xfail table names files that do not exist: {unknown}")
+    return [pytest.param(n, marks=[pytest.mark.xfail(strict=True, reason=xfail[n])] if n in xfail else [], id=n)
+            for n in names]

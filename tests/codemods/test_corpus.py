@@ -17,7 +17,7 @@ import difflib
 
 import pytest
 
-from tests.codemods._corpus import CorpusRun, corpus_files, measure, measure_corpus, original
+from tests.codemods._corpus import CorpusRun, corpus_files, measure, measure_corpus, original, with_xfails
 
 #: measure's fully-migrated count per kind may only go up: raise these when the migrator covers more
 FLOOR = {"strands": 14, "openai": 17, "legacy": 0}
@@ -126,16 +126,7 @@ def problems_of(run: CorpusRun, rel: str) -> list[str]:
     return out
 
 
-def _param(rel: str):
-    marks = [pytest.mark.xfail(strict=True, reason=XFAIL[rel])] if rel in XFAIL else []
-    return pytest.param(rel, marks=marks, id=rel)
-
-
-def test_the_xfail_table_names_corpus_files():
-    assert sorted(set(XFAIL) - set(corpus_files())) == []
-
-
-@pytest.mark.parametrize("rel", [_param(rel) for rel in corpus_files()])
+@pytest.mark.parametrize("rel", with_xfails(corpus_files(), XFAIL))
 def test_a_corpus_file_is_migrated_safely(corpus_run, rel):
     assert problems_of(corpus_run, rel) == []
 

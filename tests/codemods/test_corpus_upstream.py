@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.codemods._corpus import with_xfails
 from tests.codemods.corpus_upstream import Proof, all_names, prove
 from tests.upstream.venvs import require_upstream
 
@@ -57,16 +58,7 @@ def proof(tmp_path_factory) -> Proof:
     return prove(tmp_path_factory.mktemp("corpus-upstream"))
 
 
-def _param(name: str):
-    marks = [pytest.mark.xfail(strict=True, reason=XFAIL[name])] if name in XFAIL else []
-    return pytest.param(name, marks=marks, id=name)
-
-
-def test_the_xfail_table_names_known_files():
-    assert sorted(set(XFAIL) - set(all_names())) == []
-
-
-@pytest.mark.parametrize("name", [_param(n) for n in all_names()])
+@pytest.mark.parametrize("name", with_xfails(all_names(), XFAIL))
 def test_a_migrated_program_runs_on_the_real_release(proof, name):
     assert proof.release == "0.3.8" and proof.target == "0.3"  # the tool's default: today's osmosis-ai
     program = next(p for p in proof.programs if p.name == name)

@@ -57,7 +57,8 @@ def _alarm(signum, frame):
 
 
 def _load_once(program, index):
-    """Import the program's module once; returns it (raises what the import raised)."""
+    """Import the program's module once; returns it (raises what the import raised). (osmosis_compat's own
+    file-importing helper is not on this interpreter's path: the side venv holds the real osmosis-ai only.)"""
     if program.get("module"):
         sys.path.insert(0, program["root"])
         try:
