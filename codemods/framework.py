@@ -16,6 +16,7 @@ import libcst as cst
 
 from codemods.analysis.body import RunShape, RunSite
 from codemods.base import ImportTable, RuleContext
+from codemods.codes import FrameworkCodes
 from codemods.osmosis_api import CTX_PROMPT
 from codemods.syntax import with_kwarg
 from codemods.visit import visit as fast_visit
@@ -56,6 +57,7 @@ class Framework(ABC):
     """What a rule tells the engine about its framework (recognisers for the analysis, writers for the emitter)."""
 
     code: str  # the rule's base code, e.g. "OM100"
+    codes: FrameworkCodes  # every code the rule emits (codemods.codes)
     agent_ctors: tuple[str, ...]  # qualified names of the plain agent class
     osmosis_agent: tuple[str, str]  # (module, name) of the replacement class
     label: str  # "Strands" / "OpenAI Agents"
@@ -75,7 +77,6 @@ class Framework(ABC):
         self.imported_names: set[str] = set()  # names imported from other files of the run (repo facts)
         # names each top-level statement of the written module uses (the import clean-up reads them; None: count)
         self.body_counts: Optional[list[dict[str, int]]] = None
-        self.factory_problems: dict[str, str] = {}  # module-level agent → why no rollout factory can be written
         self._run_sites: dict[tuple, bool] = {}  # has_run_site answers, per (node, agents, producers)
 
     # -- recognisers (the analysis asks these)

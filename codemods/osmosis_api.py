@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import libcst as cst
 
-
 WORKFLOW_IMPORTS = [("osmosis_ai.rollout", "AgentWorkflow"), ("osmosis_ai.rollout", "AgentWorkflowContext")]
 
 

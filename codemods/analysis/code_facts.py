@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Optional, Sequence
 
 import libcst as cst
 
-from codemods.visit import visit as fast_visit
 from codemods.analysis.body import body_facts, code
 from codemods.analysis.module import assigned_name
 from codemods.base import literal_eval
 from codemods.syntax import block_statements
+from codemods.visit import visit as fast_visit
 
 if TYPE_CHECKING:
     from codemods.analysis.module import ModuleModel
@@ -109,7 +109,7 @@ _PROCESS_WHAT = {"input": "asks the user ({})", "confirm": "asks a human to conf
 
 def interactive_function(model: ModuleModel, fw: "Framework", name: str) -> str:
     """Why the top-level function ``name`` must not run inside a rollout (it reads input, exits, sleeps…), or ""."""
-    cache = model.__dict__.setdefault("_interactive", {})
+    cache = model.interactive
     if name in cache:
         return cache[name]
     cache[name] = ""

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from codemods.visit import visit as fast_visit
 from codemods.analysis.body import body_facts
-from codemods.analysis.module import ModuleModel, is_osmosis_class, module_stem, is_main_guard
-from codemods.base import has_skip_marker
-from codemods.syntax import block_statements, is_import_stmt
+from codemods.analysis.module import ModuleModel, is_main_guard, is_osmosis_class, is_workflow_class, module_stem
+from codemods.base import ImportTable, has_skip_marker
+from codemods.syntax import block_statements, camel, is_import_stmt
+from codemods.visit import visit as fast_visit
 
 if TYPE_CHECKING:
     from codemods.framework import Framework
@@ -188,3 +188,10 @@ class _Returns(cst.CSTVisitor):
     def visit_Return(self, n: cst.Return) -> None:
         if n.value is not None:
             self.out.append(n)
+
+
+def has_workflow_beside(model: "ModuleModel", d: Driver, table: ImportTable) -> bool:
+    i = d.indices[0]
+    nxt = model.body[i + 1] if i + 1 < len(model.body) else None
+    return isinstance(nxt, cst.ClassDef) and nxt.name.value.startswith(camel(d.name) + "Workflow") \
+        and is_workflow_class(nxt, table)

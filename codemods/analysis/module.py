@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Optional, Sequence
 
 import libcst as cst
 
-from codemods.visit import visit as fast_visit
 from codemods.analysis.body import BodyFacts, code, is_string, names_in
 from codemods.base import ImportTable, has_skip_marker
+from codemods.osmosis_api import GRADER_BASES, WORKFLOW_BASES
 from codemods.syntax import block_statements
+from codemods.visit import visit as fast_visit
 
 if TYPE_CHECKING:
     from codemods.framework import Framework
@@ -49,6 +50,10 @@ class ModuleModel:
     imported_classes: dict[str, str] = field(default_factory=dict)  # local class → its rollout class
     imported_helpers: dict[str, str] = field(default_factory=dict)  # local function → its rollout version
     imported_problems: dict[str, str] = field(default_factory=dict)  # local name → why nothing is offered
+    # memos of questions asked many times per module (declared here, so every reader sees what a model carries)
+    global_use: dict[tuple[int, str], bool] = field(default_factory=dict, repr=False)  # (stmt, name) → uses module's
+    factories: Optional[set[str]] = field(default=None, repr=False)  # producers that are factories (planner)
+    interactive: dict[str, str] = field(default_factory=dict, repr=False)  # function → what it asks the user
 
     def users(self, name: str, skip: Sequence[int] = ()) -> list[int]:
         """Top-level statements (indices) that reference the module-level ``name``, except those in ``skip`` — a
@@ -61,7 +66,7 @@ class ModuleModel:
         stmt = self.body[i]
         if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
             return True
-        cache = self.__dict__.setdefault("_global_use", {})
+        cache = self.global_use
         key = (i, name)
         tree = self.ast_defs.get(stmt.name.value) if self.ast_defs else None
         if key not in cache and tree is not None:  # CPython's ast of the input: ten times cheaper than libcst
@@ -283,3 +288,52 @@ def module_stem(filename: str) -> str:
     if base in ("<string>", "__init__", "__main__", ""):
         return ""
     return re.sub(r"\W", "_", base)
+
+
+def is_workflow_class(cls: cst.ClassDef, table: ImportTable) -> bool:
+    """A subclass of the osmosis ``AgentWorkflow`` — also when the name is not imported (yet): a rule may add
+    that import itself, and the answer must not change between runs (fixed point)."""
+    for base in cls.bases:
+        if table.matches(base.value, WORKFLOW_BASES) is not None:
+            return True
+        if isinstance(base.value, cst.Name) and base.value.value == "AgentWorkflow" and "AgentWorkflow" not in table.names:
+            return True
+    return False
+
+
+def is_grader_class(cls: cst.ClassDef, table: ImportTable) -> bool:
+    for base in cls.bases:
+        if table.matches(base.value, GRADER_BASES) is not None:
+            return True
+        if isinstance(base.value, cst.Name) and base.value.value == "Grader":
+            return True
+    return False
+
+
+def module_agent_deps(model: "ModuleModel", names: set[str]) -> set[str]:
+    out: set[str] = set()
+    todo = [n for n in names if n in model.agents]
+    while todo:
+        n = todo.pop()
+        if n not in out:
+            out.add(n)
+            todo.extend(x for x in model.counts[model.agents[n]] if x in model.agents and x != n)
+    return out
+
+
+def apply_imported(model: "ModuleModel", fw: Framework, repo) -> set[str]:
+    """What other files of the run offer for the names this module imports (their rollout versions, or why there
+    is none) into ``model``; returns the local names concerned."""
+    names: set[str] = set()
+    for local, verdict in repo.imported(fw.ctx.filename).items():
+        if verdict.rule != fw.code:
+            continue
+        names.add(local)
+        kinds = {"agent": model.imported_agents, "class": model.imported_classes, "helper": model.imported_helpers}
+        if verdict.rollout is None:
+            model.imported_problems[local] = (
+                f"it uses `{local}` from `{verdict.module}`, which cannot be migrated: {verdict.problem}")
+            kinds.get(verdict.kind, {})[local] = ""  # still a runner for finding drivers: they get that TODO
+        elif verdict.kind in kinds:
+            kinds[verdict.kind][local] = verdict.rollout
+    return names

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 import libcst as cst
+
 from codemods.analysis.body import BodyFacts
 from codemods.analysis.drivers import Driver
 
@@ -77,6 +78,8 @@ class Plan:
     class_plans: dict[str, list["Plan"]] = field(default_factory=dict)  # classes whose methods run agents: per method
     renames: dict[str, str] = field(default_factory=dict)  # module-level name → its rollout version
     agent_calls: dict[str, str] = field(default_factory=dict)  # imported agent → the factory call replacing it
+    # comments of the driver's trailing statements that were dropped: they end the written block (set by the emitter)
+    tail: list[cst.EmptyLine] = field(default_factory=list)
 
 
 # input kinds
@@ -87,3 +90,15 @@ TEMPLATE = "template"
 
 
 KEEP = "keep"
+
+
+@dataclass
+class Entry:
+    """The program's external input, as the planner found it (the one thing that becomes the rollout prompt)."""
+
+    kind: str = ""  # "" (none) | "var" | "expr" | "literal" | "indirect"
+    var: Optional[str] = None  # a variable holding it (read with input(), or a parameter)
+    expr: Optional[str] = None  # the code of an expression that is it (``args.q``, ``event["prompt"]``, ``ctx.prompt``)
+    site: Optional[object] = None  # the run site whose literal input it is (kind "literal"; a RunSite)
+    param: Optional[str] = None  # the parameter it comes through
+    read_stmt: Optional[cst.CSTNode] = None  # the statement that reads it interactively (``q = input()``)

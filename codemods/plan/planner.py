@@ -28,25 +28,58 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from codemods.visit import visit as fast_visit
-from codemods.analysis.body import RunSite, body_facts, code, contains, is_string, names_in
-from codemods.analysis.code_facts import AgentCtorFinder, IndirectInputs, access_around, argparse_defaults, attribute_nodes, attributes_of, builds_agent, calls_of, calls_only, describe_stmt, is_expr_stmt_of, is_parser_stmt, media_key, self_assignments, assigned_name, subexpr_codes, text_of, interactive_function
+from codemods.analysis.body import BodyFacts, RunSite, body_facts, code, contains, is_string, names_in
+from codemods.analysis.code_facts import (
+    AgentCtorFinder,
+    IndirectInputs,
+    access_around,
+    argparse_defaults,
+    assigned_name,
+    attribute_nodes,
+    attributes_of,
+    builds_agent,
+    calls_of,
+    calls_only,
+    describe_stmt,
+    interactive_function,
+    is_expr_stmt_of,
+    is_parser_stmt,
+    media_key,
+    self_assignments,
+    subexpr_codes,
+    text_of,
+)
 from codemods.analysis.drivers import Driver, is_handler, returns_of
 from codemods.analysis.module import ModuleModel, assigned_value, is_main_guard
-from codemods.plan.model import ENTRY, KEEP, Plan, RunPlan, TEMPLATE
+from codemods.plan.model import ENTRY, KEEP, TEMPLATE, Entry, Plan, RunPlan
 from codemods.syntax import block_statements, is_import_stmt
+from codemods.visit import visit as fast_visit
 
 if TYPE_CHECKING:
     from codemods.framework import Framework
 
 
 class DriverPlanner:
-    def __init__(self, model: ModuleModel, fw: "Framework", driver: Driver, target: str) -> None:
+    """Plans one driver (or helper, factory, method) of a module: ``DriverPlanner(model, fw, driver, target).run()``
+    returns its :class:`~codemods.plan.model.Plan`. The planner reads the module's facts and never writes code."""
+
+    def __init__(self, model: ModuleModel, fw: "Framework", driver: Driver, target: str, *,
+                 self_agents: frozenset[str] = frozenset(),
+                 self_values: Optional[dict[str, list[cst.BaseExpression]]] = None) -> None:
         self.m = model
         self.fw = fw
         self.d = driver
         self.target = target
-        self.p: Plan  # set in run()
+        self.p = Plan(driver=driver, facts=BodyFacts())  # replaced by the entry points below
+        self.local_agents: set[str] = set()  # names that hold agents the migration builds
+        # a method of a class: the agents its class keeps on `self`, and what each `self.x` is set to
+        self.self_agents: set[str] = set(self_agents)
+        self.self_values: dict[str, list[cst.BaseExpression]] = dict(self_values or {})
+        self.entry = Entry()  # the program's external input (choose_entry)
+        self.argparse_other: Optional[list[str]] = None  # command-line options read besides the input
+        self.dep_ctors: list[tuple[str, cst.Call]] = []  # constructors of module-level agents built in run()
+        self._holds_run: dict[int, bool] = {}  # id(assignment) → it stores a run's result (memo of holds_run)
+        self._indirect: Optional[list[cst.BaseExpression]] = None  # memo of indirect_inputs
 
     def problem(self, text: str) -> None:
         if text not in self.p.problems:
@@ -66,7 +99,6 @@ class DriverPlanner:
         self.p = Plan(driver=d, facts=facts)
         self.p.deps = sorted(deps, key=lambda n: m.agents[n])
         self.local_agents = {c.var for c in facts.ctors if c.var} | set(deps) | set(m.imported_agents)
-        self.aliases: dict[str, list[str]] = {}
         self.check_callers()
         self.check_structure()
         self.resolve_agents()
@@ -102,13 +134,13 @@ class DriverPlanner:
         classes, its runs get a fresh session each time (it may be called many times); its inputs are its own."""
         d = self.d
         deps = self.agent_deps(self.initial_agent_names())
-        self_agents = getattr(self, "self_agents", set()) | set(self.m.imported_agents)
+        self_agents = self.self_agents | set(self.m.imported_agents)
         facts = body_facts(d.stmts, self.fw, set(deps) | self_agents, producers=self.producers())
         self.p = Plan(driver=d, facts=facts, mode="inplace")
         self.p.deps = sorted(deps, key=lambda n: self.m.agents[n])
         self.local_agents = {c.var for c in facts.ctors if c.var} | set(deps) | self_agents
         self.use_imported()
-        self.entry_kind = ""
+        self.entry.kind = ""
         self.resolve_agents()
         for run in facts.runs:
             run.input_kind = KEEP
@@ -177,10 +209,8 @@ class DriverPlanner:
                 continue
             driver = Driver("helper", f"{name}.{method.name.value}", [self.m.classes[name]],
                             list(block_statements(method.body)), method)
-            sub = DriverPlanner(self.m, self.fw, driver, self.target)
-            sub.self_agents = self_agents
-            sub.self_values = self_values
-            plan = sub.run()
+            plan = DriverPlanner(self.m, self.fw, driver, self.target, self_agents=frozenset(self_agents),
+                                 self_values=self_values).run()
             plan.model_assigns = shared_assigns if not plan.model_assigns else {**plan.model_assigns}
             shared_assigns.update(plan.model_assigns)
             plan.model_assigns = shared_assigns
@@ -194,7 +224,7 @@ class DriverPlanner:
         facts = body_facts(self.d.stmts, self.fw, set())
         self.p = Plan(driver=self.d, facts=facts)
         self.local_agents = {c.var for c in facts.ctors if c.var}
-        self.entry_kind = ""
+        self.entry.kind = ""
         self.plan_models()
         for c in facts.ctors:
             name_arg = next((a for a in c.call.args if a.keyword is not None and a.keyword.value == "name"), None)
@@ -335,11 +365,9 @@ class DriverPlanner:
 
     def producers(self) -> set[str]:
         """Top-level functions of the module that build and return an agent (factories)."""
-        cache = self.m.__dict__.setdefault("_factories", None)
-        if cache is None:
-            cache = {name for name in self.m.producers if self.factory(name) is not None}
-            self.m.__dict__["_factories"] = cache
-        return cache
+        if self.m.factories is None:
+            self.m.factories = {name for name in self.m.producers if self.factory(name) is not None}
+        return self.m.factories
 
     def use_factory(self, name: str) -> None:
         """The driver runs agents from the factory ``name``: plan the factory too (its agents must be the Osmosis
@@ -373,13 +401,10 @@ class DriverPlanner:
     # -- the program's input
     def choose_entry(self) -> None:
         f, p, d = self.p.facts, self.p, self.d
-        self.entry_kind = ""  # "var" | "expr" | "literal" | "workflow"
-        self.entry_var: Optional[str] = None
-        self.entry_expr: Optional[str] = None
-        self.entry_site: Optional[RunSite] = None
+        self.entry = Entry()
         runs = [r for r in f.runs]
         if d.kind == "workflow":
-            self.entry_kind, self.entry_expr = "expr", "ctx.prompt"
+            self.entry.kind, self.entry.expr = "expr", "ctx.prompt"
             return
         # 1. interactive reads / command line
         reads = [x for x in f.process if x.kind in ("input", "argv") and x.nested is None]
@@ -397,16 +422,16 @@ class DriverPlanner:
                          " from the user: a rollout has one prompt")
             return
         if read_vars:
-            self.entry_kind, self.entry_var = "var", read_vars[0][0]
-            self.entry_read_stmt = read_vars[0][1]
-            p.entry_desc = f"`{self.entry_var}` (read with {self.read_what(read_vars[0][1])})"
+            self.entry.kind, self.entry.var = "var", read_vars[0][0]
+            self.entry.read_stmt = read_vars[0][1]
+            p.entry_desc = f"`{self.entry.var}` (read with {self.read_what(read_vars[0][1])})"
             return
         if argparse_args is not None:
             attrs = self.argparse_attrs(argparse_args)
             reaching = [a for a in attrs if self.reaches_input(f"{argparse_args}.{a}", expr=True)]
             if len(reaching) == 1:
-                self.entry_kind, self.entry_expr = "expr", f"{argparse_args}.{reaching[0]}"
-                p.entry_desc = f"the command-line argument `{self.entry_expr}`"
+                self.entry.kind, self.entry.expr = "expr", f"{argparse_args}.{reaching[0]}"
+                p.entry_desc = f"the command-line argument `{self.entry.expr}`"
                 return
             if len(reaching) > 1:
                 self.problem("the command-line arguments " + ", ".join(f"`{argparse_args}.{a}`" for a in reaching)
@@ -424,12 +449,12 @@ class DriverPlanner:
                 name = reaching[0].name.value
                 access = self.handler_access(name)
                 if access is not None:
-                    self.entry_kind, self.entry_expr = "expr", access
+                    self.entry.kind, self.entry.expr = "expr", access
                     p.entry_desc = f"`{access}`"
                 else:
-                    self.entry_kind, self.entry_var = "var", name
+                    self.entry.kind, self.entry.var = "var", name
                     p.entry_desc = f"the parameter `{name}`"
-                self.entry_param = name
+                self.entry.param = name
                 return
         # 3. the literal prompt of the first run
         for run in sorted(runs, key=lambda r: r.order):
@@ -439,7 +464,7 @@ class DriverPlanner:
             if run.in_loop or run.nested:
                 break
             if is_string(inp) or (isinstance(inp, cst.Name) and self.string_constant(inp.value)):
-                self.entry_kind, self.entry_site = "literal", run
+                self.entry.kind, self.entry.site = "literal", run
                 p.entry_desc = f"the prompt `{code(inp, 40)}` of the first run"
                 return
             break
@@ -448,7 +473,7 @@ class DriverPlanner:
             indirect = self.indirect_inputs()
             if indirect and (is_string(indirect[0]) or (isinstance(indirect[0], cst.Name)
                                                         and self.string_constant(indirect[0].value))):
-                self.entry_kind = "indirect"
+                self.entry.kind = "indirect"
                 p.text_nodes.add(id(indirect[0]))
                 p.prompt_text = True
                 p.entry_desc = f"the prompt `{code(indirect[0], 40)}`"
@@ -486,15 +511,15 @@ class DriverPlanner:
         func, f, p = self.d.func, self.p.facts, self.p
         if func is None or self.d.kind == "workflow":
             return
-        entry = getattr(self, "entry_param", None)
+        entry = self.entry.param
         for prm in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params):
             name = prm.name.value
             uses = f.load_count(name)
             if name == entry:
-                if self.entry_kind == "expr":
-                    accesses = sum(subexpr_codes(s).count(self.entry_expr) for s in self.d.stmts)
+                if self.entry.kind == "expr":
+                    accesses = sum(subexpr_codes(s).count(self.entry.expr) for s in self.d.stmts)
                     if uses > accesses:
-                        self.problem(f"it reads `{name}` beyond its prompt (`{self.entry_expr}`): a rollout only "
+                        self.problem(f"it reads `{name}` beyond its prompt (`{self.entry.expr}`): a rollout only "
                                      "supplies the prompt")
                 continue
             if not uses:
@@ -596,7 +621,7 @@ class DriverPlanner:
     def holds_run(self, a) -> bool:
         """The assignment stores (something computed from) a run's result: ``r = await Runner.run(...)``,
         ``r = await drain(r, verbose)``, ``state = r.to_state()`` where ``r`` held a run."""
-        cache = self.__dict__.setdefault("_holds_run", {})
+        cache = self._holds_run
         key = id(a)
         if key in cache:
             return cache[key]
@@ -634,9 +659,8 @@ class DriverPlanner:
         m = self.m
         if not m.helpers and not m.runner_classes:
             return []
-        cached = self.__dict__.get("_indirect")
-        if cached is not None:
-            return cached
+        if self._indirect is not None:
+            return self._indirect
         objects = {name for name, assigns in self.p.facts.stores.items()
                    if any(isinstance(a.value, cst.Call) and isinstance(a.value.func, cst.Name)
                           and a.value.func.value in m.runner_classes for a in assigns)}
@@ -706,22 +730,22 @@ class DriverPlanner:
             if inp is None:
                 run.input_kind = KEEP
                 continue
-            if self.entry_kind == "literal":
-                run.input_kind = ENTRY if run is self.entry_site else KEEP
-            elif self.entry_kind == "var":
-                var = self.entry_var
-                reassigned = len(f.stores.get(var, ())) > (1 if self.d.func is None or var != getattr(self, "entry_param", None) else 0)
+            if self.entry.kind == "literal":
+                run.input_kind = ENTRY if run is self.entry.site else KEEP
+            elif self.entry.kind == "var":
+                var = self.entry.var
+                reassigned = len(f.stores.get(var, ())) > (1 if self.d.func is None or var != self.entry.param else 0)
                 if isinstance(inp, cst.Name) and inp.value == var and not reassigned:
                     run.input_kind = ENTRY
                 elif var in self.deps_of(inp):
                     run.input_kind = TEMPLATE
                 else:
                     run.input_kind = KEEP
-            elif self.entry_kind == "expr":
+            elif self.entry.kind == "expr":
                 text = code(inp, 400)
-                if text == self.entry_expr:
+                if text == self.entry.expr:
                     run.input_kind = ENTRY
-                elif self.entry_expr in subexpr_codes(inp):
+                elif self.entry.expr in subexpr_codes(inp):
                     run.input_kind = TEMPLATE
                 else:
                     run.input_kind = KEEP
@@ -731,28 +755,28 @@ class DriverPlanner:
                 # the prompt fed again and again: a REPL or a batch over inputs, not one rollout
                 run.input_kind = TEMPLATE
         # what needs the prompt's text
-        if self.entry_kind == "var":
-            var = self.entry_var
+        if self.entry.kind == "var":
+            var = self.entry.var
             entry_loads = sum(1 for r in f.runs if r.input_kind == ENTRY)
             if f.load_count(var) > entry_loads:
                 p.prompt_text = True
-                if getattr(self, "entry_read_stmt", None) is not None:
-                    p.bind_at = self.entry_read_stmt
+                if self.entry.read_stmt is not None:
+                    p.bind_at = self.entry.read_stmt
                 else:
                     p.bind = var
-            elif getattr(self, "entry_read_stmt", None) is not None:
-                p.drop.add(id(self.entry_read_stmt))
+            elif self.entry.read_stmt is not None:
+                p.drop.add(id(self.entry.read_stmt))
             other_uses = f.load_count(var) > entry_loads
-        elif self.entry_kind == "expr" and self.entry_expr != "ctx.prompt":
+        elif self.entry.kind == "expr" and self.entry.expr != "ctx.prompt":
             if any(r.input_kind == TEMPLATE for r in f.runs) or self.expr_used_elsewhere():
-                p.subst = self.entry_expr
+                p.subst = self.entry.expr
                 p.prompt_text = True
         del other_uses
 
     def expr_used_elsewhere(self) -> bool:
         count = 0
         for stmt in self.d.stmts:
-            count += subexpr_codes(stmt).count(self.entry_expr)
+            count += subexpr_codes(stmt).count(self.entry.expr)
         used_in_entry = sum(1 for r in self.p.facts.runs if r.input_kind == ENTRY)
         return count > used_in_entry
 
@@ -760,9 +784,9 @@ class DriverPlanner:
     def plan_process_code(self) -> None:
         f, p = self.p.facts, self.p
         argparse_var = self.argparse_result()
-        allowed_argparse = argparse_var is not None and self.entry_kind == "expr" and (self.entry_expr or "").startswith(argparse_var + ".")
+        allowed_argparse = argparse_var is not None and self.entry.kind == "expr" and (self.entry.expr or "").startswith(argparse_var + ".")
         for x in f.process:
-            if x.kind in ("input", "argv") and getattr(self, "entry_read_stmt", None) is x.stmt:
+            if x.kind in ("input", "argv") and self.entry.read_stmt is x.stmt:
                 continue
             if x.kind == "argparse" and allowed_argparse:
                 continue
@@ -787,7 +811,7 @@ class DriverPlanner:
                 self.problem(f"it reads `sys.argv`{where} beyond its one input")
         if allowed_argparse:
             assert argparse_var is not None
-            uses = [a for a in self.argparse_attrs(argparse_var) if f"{argparse_var}.{a}" != self.entry_expr]
+            uses = [a for a in self.argparse_attrs(argparse_var) if f"{argparse_var}.{a}" != self.entry.expr]
             self.argparse_other = uses
             # dropped if every other use is a model setting the placeholder replaces (checked in plan_models)
         for call, stmt, zero in f.exits:
@@ -814,7 +838,7 @@ class DriverPlanner:
         dropped: list[cst.CSTNode] = []
         ctors = list(f.ctors)
         # module-level agents built in run(): their constructors too
-        self.dep_ctors: list[tuple[str, cst.Call]] = []
+        self.dep_ctors = []
         for name in p.deps:
             value = assigned_value(self.m.body[self.m.agents[name]])
             if isinstance(value, cst.Call) and name not in self.m.groups:
@@ -829,7 +853,7 @@ class DriverPlanner:
         # command-line arguments other than the input: fine if they only fed what the placeholder replaces, else
         # the rollout runs with the option's default (as the program does when the option is not given)
         defaults = argparse_defaults(self.d.stmts)
-        for attr in getattr(self, "argparse_other", []):
+        for attr in self.argparse_other or []:
             var = self.argparse_result()
             uses_ok = all(any(contains(g, n) for g in dropped) for n in attribute_nodes(self.d.stmts, var, attr))
             if uses_ok:
@@ -840,7 +864,7 @@ class DriverPlanner:
             else:
                 self.problem(f"it reads the command-line argument `{var}.{attr}`, which has no default: a rollout "
                              "only supplies the prompt")
-        if getattr(self, "argparse_other", None) is not None and not [x for x in self.p.problems if "command-line" in x]:
+        if self.argparse_other is not None and not [x for x in self.p.problems if "command-line" in x]:
             for x in f.process:
                 if x.kind == "argparse" or (x.kind == "argv" and False):
                     p.drop.add(id(x.top if x.top is x.stmt else x.stmt))
@@ -852,7 +876,7 @@ class DriverPlanner:
 
     def resolve_attr(self, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
         """What ``self.x`` holds when one method of the class sets it once (``self.model = LiteLLMModel(...)``)."""
-        values = getattr(self, "self_values", {})
+        values = self.self_values
         if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
             found = values.get(f"self.{expr.attr.value}", [])
             if len(found) == 1:
