@@ -193,7 +193,7 @@ class BodyEmitter(cst.CSTTransformer):
             self.lose(original)
             return p.model_assigns[id(original)]
         plan = p.ctors.get(id(original))
-        if plan is not None:
+        if plan is not None and not (plan.plain and plan.model is None):  # (a plain agent already on the rollout model)
             if plan.model is not None:  # the old model argument goes: its comments stay
                 old = kwarg(original, "model") or (original.args[0] if fw.positional_model(original) is not None else None)
                 if old is not None:

@@ -46,6 +46,7 @@ class CtorPlan:
     model: Optional[cst.BaseExpression] = None  # the new ``model=`` value (None: keep what is there)
     messages_prompt: bool = False  # add ``messages=ctx.prompt`` (Strands: the run that takes the prompt)
     model_note: str = ""
+    plain: bool = False  # the agent class stays the framework's own (0.3: not the sample); only its model changes
     module_var: Optional[str] = None  # ``model=VAR``, VAR module-level: ``model`` is its placeholder (the safe
     fallback: Optional[cst.BaseExpression] = None  # default) unless VAR itself becomes the placeholder in place
 
