@@ -419,8 +419,13 @@ class PollingProtocol(RolloutProtocol):
                     dispositions[key] = "not_found"
                 continue  # prefix/all select polling rollouts only
             disposition = "cancelled_queued" if record.status == RolloutStatus.QUEUED.value else "cancelled_running"
-            if record.finished or not await self._finish(key, cancelled_result(key)):
+            # One attempt: while the store is unreachable the whole cancel answers 503 (the controller retries it),
+            # and a write Redis would run late is refused there (its deadline), so nothing is left half-cancelled.
+            if record.finished or not await self._finish_once(key, cancelled_result(key)):
                 dispositions[key] = "not_found"
+                if record.status == RolloutStatus.CANCELLED.value:
+                    # Cancelled, but perhaps by a cancel whose answer was lost before it stopped the run: stop it.
+                    await self.engine.cancel(key)
                 continue
             dispositions[key] = disposition
             await self.engine.cancel(key)

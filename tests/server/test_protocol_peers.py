@@ -84,3 +84,26 @@ async def test_legacy_app_legacy_and_polling_refuse_each_others_ids_alike() -> N
         await polling.aclose()
         await server.close()
     assert polling_agents.started.count("lp") == 1 and polling_agents.started.count("ll") == 1
+
+
+async def test_an_id_too_long_for_the_result_url_is_refused_at_admission_and_the_longest_is_collected() -> None:
+    """A 1 MB id was admitted (202), then its result URL was refused at the HTTP layer: never collectable."""
+    from osmosis_compat.runtime.wirecheck import MAX_ID_URL_BYTES
+
+    longest = "é" * (MAX_ID_URL_BYTES // 6) + "x" * (MAX_ID_URL_BYTES % 6)  # é is 6 bytes in a URL: %C3%A9
+    polling = FakePollingController(ScriptedPolicy())
+    callbacks = FakeWorkflowController(ScriptedPolicy())
+    server = await serve_app_async(steered_app(unlimited=True))
+    try:
+        async with polling.serve_async(), callbacks.serve_async(), httpx.AsyncClient() as client:
+            for too_long in (longest + "x", "r" * 1_000_000):
+                for body in (polling_body(too_long, polling.url), callback_body(callbacks, too_long)):
+                    refused = await client.post(f"{server.url}/rollout", json=body)
+                    assert refused.status_code == 422, refused.status_code
+                    assert refused.json()["detail"][0]["loc"] == ["body", "rollout_id"]
+            admission = await polling.admit(server.url, rollout_id=longest, initial_messages=PROMPT, label="4")
+            result, _, _ = await polling.wait_for_result(server.url, admission)
+            assert result["status"] == "success" and result["rollout_id"] == longest, result["err_message"]
+    finally:
+        await polling.aclose()
+        await server.close()
