@@ -137,6 +137,7 @@ class RolloutEngine:
         self._running: dict[asyncio.Task[None], _Local] = {}
         self._completions: deque[float] = deque()
         self._closing = False
+        self._started = False
         self._cleanup_task: asyncio.Task[None] | None = None
         self.heartbeat_interval_seconds = heartbeat_interval_seconds
         self._ownership_task: asyncio.Task[None] | None = None
@@ -416,6 +417,11 @@ class RolloutEngine:
     def accepting(self) -> bool:
         return not self._closing
 
+    @property
+    def ready(self) -> bool:
+        """Started and not shutting down: what a readiness probe asks of the engine (the store is asked apart)."""
+        return self._started and not self._closing
+
     def get(self, key: str) -> Admission | None:
         """The admission for ``key`` while it is being admitted or runs in this process."""
         local = self._local.get(key)
@@ -457,6 +463,7 @@ class RolloutEngine:
     def start(self) -> None:
         """Start the periodic record cleanup and, with a shared store, the ownership heartbeat (idempotent)."""
         self._closing = False
+        self._started = True
         loop = asyncio.get_running_loop()
         if self._cleanup_task is None or self._cleanup_task.done():
             self._cleanup_task = loop.create_task(self._cleanup_loop(), name="rollout-cleanup")

@@ -45,8 +45,9 @@ from osmosis_compat.server.polling import (
     PollingSettings,
     process_identity,
 )
+from osmosis_compat.server.operations import add_operations_routes, start_observability
 from osmosis_compat.server.protocol import add_rollout_entry
-from osmosis_compat.server.security import bearer_guard
+from osmosis_compat.server.security import bearer_guard, legacy_guard
 
 __all__ = ["create_app"]
 
@@ -133,6 +134,7 @@ def create_app(
             **polling.health_fields(),
         }
 
+    polling.agent = agent_name
     legacy = LegacyCallbacks(
         engine,
         agent_loop,
@@ -152,6 +154,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         logger.info("Starting RolloutServer for agent loop %r", agent_name)
+        start_observability()
         await engine.store.start()
         engine.start()
         if on_startup is not None:
@@ -177,7 +180,9 @@ def create_app(
     app.state.rollout_state = state
     app.state.rollout_polling = polling
     app.state.rollout_protocols = (legacy, polling)
+    app.state.rollout_engines = (engine,)
     app.add_api_route("/health", lambda: JSONResponse(health_body()), methods=["GET"])
+    add_operations_routes(app, [engine], guard=legacy_guard(api_key))
     legacy.add_routes(app)
     add_rollout_entry(app, polling, guard=polling_guard, callbacks_missing=_CALLBACK_BODY_ON_LEGACY)
     polling.add_routes(app)

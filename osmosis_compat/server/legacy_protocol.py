@@ -22,6 +22,7 @@ from fastapi.responses import JSONResponse
 from osmosis_compat.legacy.base import RolloutAgentLoop, RolloutContext
 from osmosis_compat.legacy.client import OsmosisLLMClient
 from osmosis_compat.legacy.schemas import RolloutRequest, normalize_tools
+from osmosis_compat.observability import tracing
 from osmosis_compat.runtime.callbacks import CallbackLedger
 from osmosis_compat.runtime.engine import Admission, RolloutEngine
 from osmosis_compat.runtime.wirecheck import HostAllowList
@@ -88,7 +89,7 @@ class LegacyCallbacks(RolloutProtocol):
         allow_list: HostAllowList | None = None,
         health: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
-        super().__init__(engine, allow_list=allow_list)
+        super().__init__(engine, agent=str(getattr(agent_loop, "name", type(agent_loop).__name__)), allow_list=allow_list)
         self.agent_loop = agent_loop
         self.api_key = api_key
         self.client_settings = client_settings
@@ -105,7 +106,8 @@ class LegacyCallbacks(RolloutProtocol):
             if denied is not None:
                 logger.warning("Rejected /v1/rollout/init: invalid or missing API key")
                 return denied
-            return await self.admit_request(rollout_request)
+            with tracing.incoming(request.headers):  # the rollout's span continues the controller's trace
+                return await self.admit_request(rollout_request)
 
         def platform_health(request: Request) -> JSONResponse:
             if self.api_key is None:
@@ -193,6 +195,8 @@ class LegacyCallbacks(RolloutProtocol):
             result = await self.agent_loop.run(ctx)
         except Exception as exc:
             failure = exc
+        ok = failure is None and getattr(result, "status", None) == "COMPLETED"
+        admission.context["outcome"] = "success" if ok else "failure"
         # The final callback runs as its own task: if shutdown cancels this rollout while the controller is still
         # answering it, the callback is not cut off, and abort() waits for it instead of also sending ERROR.
         await asyncio.shield(ledger.start(FINAL_CALLBACK, self._report(llm, rollout_id, result, failure)))

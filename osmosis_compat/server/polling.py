@@ -34,6 +34,7 @@ from typing import Any, Protocol
 from fastapi import APIRouter, Header, Request
 from fastapi.responses import JSONResponse
 
+from osmosis_compat.observability import metrics, tracing
 from osmosis_compat.runtime.engine import Admission, RolloutEngine
 from osmosis_compat.runtime.jsonwire import NotJSONError, dumps
 from osmosis_compat.runtime.store import RolloutRecord, Snapshot, StoreUnavailableError
@@ -233,8 +234,9 @@ class PollingProtocol(RolloutProtocol):
         identity: ProcessIdentity | None = None,
         allow_list: HostAllowList | None = None,
         guard: Guard | None = None,
+        agent: str = "",
     ) -> None:
-        super().__init__(engine, allow_list=allow_list)
+        super().__init__(engine, agent=agent, allow_list=allow_list)
         self.guard = guard
         self.store = engine.store
         self.executor = executor
@@ -309,6 +311,7 @@ class PollingProtocol(RolloutProtocol):
                 rollout_id, "failure", err_message=str(exc) or "Internal server error",
                 err_category=RolloutErrorCategory.INTERNAL_ERROR.value,
             )
+        admission.context["outcome"] = payload["status"]
         await self._finish(rollout_id, payload)
         admission.settled = True
         logger.info("Rollout %s finished with status %s", rollout_id, payload["status"])
@@ -373,12 +376,29 @@ class PollingProtocol(RolloutProtocol):
             rollout_id, "failure", result=lease_failure(rollout_id), retention=self.settings.result_retention_sec
         ):
             logger.warning("Rollout %s: polling lease expired; cancelling it", rollout_id)
+            found = metrics.peek()
+            if found is not None:
+                found.lease_expiries.labels(self.agent).inc()
             await self.engine.cancel(rollout_id)
 
     # -- result ----------------------------------------------------------------------------------------------
 
     async def result(self, rollout_id: str, lease_token: str) -> JSONResponse:
         """``GET /rollout/{rollout_id}/result``: see the module docstring."""
+        admission = self.engine.get(rollout_id)
+        parent = admission.context.get("span_context") if admission is not None else None
+        found = metrics.peek()
+        waiting = found.long_polls.labels(self.agent) if found is not None else None
+        if waiting is not None:
+            waiting.inc()
+        try:
+            with tracing.span("poll", {"osmosis.rollout_id": rollout_id, "osmosis.protocol": self.name}, parent=parent):
+                return await self._result(rollout_id, lease_token)
+        finally:
+            if waiting is not None:
+                waiting.dec()
+
+    async def _result(self, rollout_id: str, lease_token: str) -> JSONResponse:
         async with self.store.watch(rollout_id) as changes:  # before the read: no change slips in between
             now = time.time()
             check = await self.store.renew_lease(
@@ -429,6 +449,9 @@ class PollingProtocol(RolloutProtocol):
                 continue
             dispositions[key] = disposition
             await self.engine.cancel(key)
+            found = metrics.peek()
+            if found is not None:
+                found.cancels.labels(self.agent).inc()
         cancelled = sum(1 for d in dispositions.values() if d.startswith("cancelled"))
         logger.info("Cancelled %d rollout(s)", cancelled)
         return JSONResponse({"dispositions": dispositions})

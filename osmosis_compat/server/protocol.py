@@ -18,13 +18,16 @@ compose their routes; ``POST /rollout``, which two of them share, is dispatched 
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, ClassVar
 
 from fastapi import Request
 from fastapi.responses import JSONResponse
 
+from osmosis_compat.observability import context, metrics, tracing
 from osmosis_compat.runtime.engine import Admission, EngineClosedError, EngineFullError, RolloutEngine, Submission
 from osmosis_compat.runtime.store import StoreUnavailableError
 from osmosis_compat.runtime.wirecheck import HostAllowList
@@ -84,15 +87,17 @@ class AdmissionRefused(Exception):
 class RolloutProtocol:
     """One wire protocol over ``engine`` (see the module docstring); subclasses set :attr:`name` and add routes.
 
-    ``allow_list`` is the controller-host allow-list (``None``: any host).
+    ``agent`` names the agent in metrics, logs and spans; ``allow_list`` is the controller-host allow-list
+    (``None``: any host).
     """
 
     name: ClassVar[str] = ""
     #: The 503 body's text while the engine shuts down (0.3.8's own words for polling).
     shutting_down_detail: ClassVar[str] = "the server is shutting down and accepts no new rollouts"
 
-    def __init__(self, engine: RolloutEngine, *, allow_list: HostAllowList | None = None) -> None:
+    def __init__(self, engine: RolloutEngine, *, agent: str = "", allow_list: HostAllowList | None = None) -> None:
         self.engine = engine
+        self.agent = agent
         self.allow_list = allow_list
 
     # -- admission ------------------------------------------------------------------------------------------
@@ -109,21 +114,72 @@ class RolloutProtocol:
         """Submit ``key`` to the engine as this protocol. Raises :class:`AdmissionRefused` with the answer when
         the engine shuts down (503), is full (429 + ``Retry-After``) or the store is unreachable (503), and when
         ``key`` belongs to another protocol's rollout (409, :func:`conflict_response`). A duplicate of this
-        protocol's own rollout is returned (``created=False``) for the protocol to answer its way."""
+        protocol's own rollout is returned (``created=False``) for the protocol to answer its way.
+
+        ``run`` is observed: it runs with the rollout as the current :mod:`~osmosis_compat.observability.context`
+        (logs), inside the ``rollout`` span (traces), and counts in the metrics; it may set
+        ``admission.context["outcome"]`` (``success`` / ``failure`` / ``cancelled``) for them."""
         try:
             submission = await self.engine.submit(
-                key, run=run, prepare=prepare, abort=abort, protocol=self.name, fields=fields
+                key, run=self._observed(key, run), prepare=prepare, abort=abort, protocol=self.name, fields=fields
             )
         except EngineClosedError:
-            raise AdmissionRefused(JSONResponse({"detail": self.shutting_down_detail}, status_code=503)) from None
+            raise self._refused("shutting_down", JSONResponse({"detail": self.shutting_down_detail}, status_code=503)) from None
         except EngineFullError:
-            raise AdmissionRefused(queue_full()) from None
+            raise self._refused("full", queue_full()) from None
         except StoreUnavailableError as exc:
             logger.error("Rollout %s not admitted (%s): the rollout store is unavailable: %s", key, self.name, exc)
-            raise AdmissionRefused(JSONResponse({"detail": STORE_UNAVAILABLE_DETAIL}, status_code=503)) from None
+            raise self._refused(
+                "store_unavailable", JSONResponse({"detail": STORE_UNAVAILABLE_DETAIL}, status_code=503)
+            ) from None
         if not submission.created and submission.protocol != self.name:
-            raise AdmissionRefused(conflict_response(key, submission.protocol))
+            raise self._refused("conflict", conflict_response(key, submission.protocol))
+        found = metrics.peek()
+        if found is not None:
+            if submission.created:
+                found.admitted.labels(self.name, self.agent).inc()
+            else:
+                found.refused.labels(self.name, self.agent, "duplicate").inc()
         return submission
+
+    def _refused(self, reason: str, response: JSONResponse) -> AdmissionRefused:
+        found = metrics.peek()
+        if found is not None:
+            found.refused.labels(self.name, self.agent, reason).inc()
+        return AdmissionRefused(response)
+
+    def _observed(self, key: str, run: Callable[[Admission], Awaitable[None]]) -> Callable[[Admission], Awaitable[None]]:
+        scope = context.RolloutScope(key, self.name, self.agent)
+
+        async def observed(admission: Admission) -> None:
+            context.enter(scope)
+            found = metrics.peek()
+            if found is not None:
+                found.running.labels(self.name, self.agent).inc()
+            outcome = "failure"
+            try:
+                with tracing.span(
+                    "rollout",
+                    {"osmosis.rollout_id": key, "osmosis.protocol": self.name, "osmosis.agent": self.agent},
+                    kind="server",
+                ) as span:
+                    admission.context["span_context"] = tracing.current_span_context()
+                    try:
+                        await run(admission)
+                        outcome = admission.context.get("outcome", "success")
+                    except asyncio.CancelledError:
+                        outcome = admission.context.get("outcome", "cancelled")
+                        raise
+                    finally:
+                        if span is not None:
+                            span.set_attribute("osmosis.outcome", outcome)
+            finally:
+                if found is not None:
+                    found.running.labels(self.name, self.agent).dec()
+                    found.finished.labels(self.name, self.agent, outcome).inc()
+                    found.duration.labels(self.name, self.agent, outcome).observe(time.monotonic() - admission.admitted_at)
+
+        return observed
 
     def url_rejection(self, urls: Mapping[str, str | None]) -> JSONResponse | None:
         """422 for a controller URL whose host the allow-list does not allow (``None`` when all are allowed)."""
@@ -170,11 +226,12 @@ def add_rollout_entry(
             denied = guard(raw)
             if denied is not None:
                 return denied
-        if not request.uses_callbacks:
-            return await polling.admit_request(request)
-        if callbacks is None:
+        if request.uses_callbacks and callbacks is None:
             return JSONResponse(status_code=422, content={"detail": callbacks_missing or "callback URLs are not served here"})
-        return await callbacks.admit_request(request)
+        with tracing.incoming(raw.headers):  # the rollout's span continues the controller's trace
+            if not request.uses_callbacks:
+                return await polling.admit_request(request)
+            return await callbacks.admit_request(request)
 
     router.add_api_route(
         "/rollout",

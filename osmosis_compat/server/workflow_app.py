@@ -40,6 +40,7 @@ from osmosis_compat.server.polling import (
     PollingSettings,
     process_identity,
 )
+from osmosis_compat.server.operations import OPERATIONS_PATHS, add_operations_routes, start_observability
 from osmosis_compat.server.protocol import add_rollout_entry
 from osmosis_compat.server.security import bearer_guard, callback_auth_notice, route_path
 from osmosis_compat.server.workflow_protocol import INTERNAL_ERROR_MESSAGE, SHUTDOWN_ERROR_MESSAGE, WorkflowCallbacks
@@ -142,13 +143,20 @@ def create_rollout_server(
         store=store,
         instance_id=identity.process_id,
     )
-    callbacks = WorkflowCallbacks(engine, backend, allow_list=allow_list)
+    agent = backend_name(backend)
+    callbacks = WorkflowCallbacks(engine, backend, agent=agent, allow_list=allow_list)
     polling = PollingProtocol(
-        engine, WorkflowExecutor(backend, process_id=identity.process_id), settings, identity=identity, allow_list=allow_list
+        engine,
+        WorkflowExecutor(backend, process_id=identity.process_id),
+        settings,
+        identity=identity,
+        allow_list=allow_list,
+        agent=agent,
     )
 
     @asynccontextmanager
     async def server_lifespan(app: FastAPI) -> AsyncIterator[Any]:
+        start_observability()
         await engine.store.start()
         engine.start()
         try:
@@ -179,13 +187,17 @@ def create_rollout_server(
     app.state.rollout_backend = backend
     app.state.rollout_polling = polling
     app.state.rollout_protocols = (callbacks, polling)
+    app.state.rollout_engines = (engine,)
     require_key = bearer_guard(api_key)
     if api_key is not None:
 
         @app.middleware("http")
         async def authenticate(request: Request, call_next: Any) -> Any:
-            if keyless_callbacks and request.method == "POST" and route_path(request.scope) == "/rollout":
+            path = route_path(request.scope)
+            if keyless_callbacks and request.method == "POST" and path == "/rollout":
                 return await call_next(request)  # the route checks the key unless the body has callback URLs
+            if path in OPERATIONS_PATHS:
+                return await call_next(request)  # probes carry no key and reveal nothing
             return require_key(request) or await call_next(request)
 
     @app.get("/health")
@@ -197,4 +209,16 @@ def create_rollout_server(
     # With keyless_callbacks the middleware lets POST /rollout through: the route checks polling bodies itself.
     add_rollout_entry(app, polling, callbacks, guard=require_key if keyless_callbacks else None, guard_callbacks=False)
     polling.add_routes(app)
+    add_operations_routes(app, [engine])  # /metrics behind the middleware's key check, the probes open
     return app
+
+
+def backend_name(backend: Any) -> str:
+    """The agent name of a workflow backend in metrics, logs and spans: its config's ``name``, else its workflow
+    class's name, else the backend's class name."""
+    config = getattr(backend, "workflow_config", None)
+    name = getattr(config, "name", None)
+    if name:
+        return str(name)
+    workflow = getattr(backend, "workflow_cls", None)
+    return getattr(workflow, "__name__", None) or type(backend).__name__

@@ -55,8 +55,10 @@ class WorkflowCallbacks(RolloutProtocol):
 
     name = "workflow"
 
-    def __init__(self, engine: RolloutEngine, backend: ExecutionBackend, *, allow_list: HostAllowList | None = None) -> None:
-        super().__init__(engine, allow_list=allow_list)
+    def __init__(
+        self, engine: RolloutEngine, backend: ExecutionBackend, *, agent: str = "", allow_list: HostAllowList | None = None
+    ) -> None:
+        super().__init__(engine, agent=agent, allow_list=allow_list)
         self.backend = backend
         self.sender = CallbackSender(get_workflow_callback_policy())
 
@@ -98,9 +100,11 @@ class WorkflowCallbacks(RolloutProtocol):
             )
 
             async def on_workflow_complete(result: ExecutionResult) -> None:
+                admission.context["outcome"] = _outcome(result)
                 await self.send_completion(request, ledger, result)
 
             async def on_grader_complete(result: ExecutionResult) -> None:
+                admission.context["outcome"] = _outcome(result)
                 await self.send_grader(request, ledger, result)
 
             with rollout_ctx:
@@ -111,6 +115,7 @@ class WorkflowCallbacks(RolloutProtocol):
                 )
         except Exception:
             logger.exception("Rollout %s failed in the server; reporting it as failed", request.rollout_id)
+            admission.context["outcome"] = "failure"
             await self.report_failure(request, ledger, INTERNAL_ERROR_MESSAGE)
 
     async def abort(self, request: RolloutInitRequest, admission: Admission) -> None:
@@ -196,3 +201,8 @@ class WorkflowCallbacks(RolloutProtocol):
             await self._post(request, ledger, GRADER, request.grader_callback_url, grader)
         except Exception:
             logger.exception("Rollout %s: failure grader callback could not be delivered", request.rollout_id)
+
+
+def _outcome(result: ExecutionResult) -> str:
+    """The metrics' outcome of a backend result."""
+    return "success" if result.status == RolloutStatus.SUCCESS else "failure"

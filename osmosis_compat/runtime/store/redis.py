@@ -35,6 +35,8 @@ from contextlib import asynccontextmanager
 from dataclasses import fields
 from typing import Any, TypeVar
 
+from osmosis_compat.observability import metrics
+
 from .base import (
     TERMINAL,
     CancelListener,
@@ -436,12 +438,21 @@ class RedisStore(RolloutStore):
         commands = self._shared.commands
         if commands is None:
             raise StoreUnavailableError("the rollout store is not started (await store.start() first)")
+        observed = metrics.peek()
+        started = time.perf_counter() if observed is not None else 0.0
         try:
-            return await exchange(commands)
+            result = await exchange(commands)
         except (TimeoutError, asyncio.TimeoutError) as exc:
+            if observed is not None:
+                observed.store_round_trip("redis", started, False)
             raise StoreUnavailableError(f"rollout store error: no answer within {COMMAND_TIMEOUT_S:g} s") from exc
         except Exception as exc:
+            if observed is not None:
+                observed.store_round_trip("redis", started, False)
             raise StoreUnavailableError(f"rollout store error: {exc}") from exc
+        if observed is not None:
+            observed.store_round_trip("redis", started, True)
+        return result
 
     async def _call(self, name: str, keys: list[str], args: list[Any]) -> Any:
         script = self._shared.scripts.get(name)
