@@ -16,8 +16,8 @@ metric                                                 type       labels
 ``osmosis_lease_expiries_total``                       counter    agent
 ``osmosis_cancels_total``                              counter    agent
 ``osmosis_long_polls_waiting``                         gauge      agent
-``osmosis_store_round_trips_total``                    counter    store, outcome
-``osmosis_store_round_trip_seconds``                   histogram  store
+``osmosis_store_round_trip_seconds``                   histogram  store (``_count``: the round trips)
+``osmosis_store_errors_total``                         counter    store
 =====================================================  =========  ==============================================
 
 Several processes (``serve --workers N``, or ``uvicorn --workers`` with ``PROMETHEUS_MULTIPROC_DIR`` set): the
@@ -90,17 +90,29 @@ class Metrics:
         self.lease_expiries = Counter("osmosis_lease_expiries", "Polling leases that expired", ["agent"])
         self.cancels = Counter("osmosis_cancels", "Rollouts cancelled by the controller", ["agent"])
         self.long_polls = Gauge("osmosis_long_polls_waiting", "Result long-polls waiting", ["agent"], **live)
-        self.store_trips = Counter("osmosis_store_round_trips", "Round trips to the rollout store", ["store", "outcome"])
+        self.store_errors = Counter("osmosis_store_errors", "Rollout store calls that failed (unreachable, timeout)", ["store"])
         self.store_seconds = Histogram(
-            "osmosis_store_round_trip_seconds", "Rollout store round trips", ["store"], buckets=_STORE_BUCKETS
+            "osmosis_store_round_trip_seconds", "Rollout store round trips (the count is the number of trips)",
+            ["store"], buckets=_STORE_BUCKETS,
         )
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
 
-    # -- the hooks (cheap: one labelled child lookup and an add) -------------------------------------------
+    # -- the hooks (cheap: a dict lookup for the labelled child, then one update) ---------------------------
+
+    def child(self, metric: Any, *labels: str) -> Any:
+        """``metric.labels(*labels)``, cached: prometheus-client's ``labels()`` takes a lock and costs as much as
+        the update itself, on every rollout's hot path."""
+        key = (id(metric), labels)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = metric.labels(*labels)
+        return found
 
     def store_round_trip(self, store: str, started: float, ok: bool) -> None:
         """One store exchange that began at ``started`` (``time.perf_counter()``)."""
-        self.store_seconds.labels(store).observe(time.perf_counter() - started)
-        self.store_trips.labels(store, "ok" if ok else "error").inc()
+        self.child(self.store_seconds, store).observe(time.perf_counter() - started)
+        if not ok:
+            self.child(self.store_errors, store).inc()
 
 
 _metrics: Metrics | None = None

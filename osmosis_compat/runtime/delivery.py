@@ -134,7 +134,7 @@ async def _post_json(
 ) -> httpx.Response:
     def attempt_was(outcome: str) -> None:
         if counted is not None and counted[0] is not None:
-            counted[0].callbacks.labels(counted[1], outcome).inc()
+            counted[0].child(counted[0].callbacks, counted[1], outcome).inc()
 
     content = body if body is not None else dumps(payload)
     request_headers = {"Content-Type": "application/json"}

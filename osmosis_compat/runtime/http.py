@@ -124,7 +124,7 @@ async def _observed_model_call(
         response = await send(request)
     except BaseException as exc:
         if found is not None:
-            found.model_calls.labels(*labels, "error").observe(time.perf_counter() - started)
+            found.child(found.model_calls, *labels, "error").observe(time.perf_counter() - started)
         if span is not None:
             span.record_exception(exc)
             span.end()
@@ -135,7 +135,7 @@ async def _observed_model_call(
 
     def done() -> None:
         if found is not None:
-            found.model_calls.labels(*labels, outcome).observe(time.perf_counter() - started)
+            found.child(found.model_calls, *labels, outcome).observe(time.perf_counter() - started)
         if span is not None:
             span.end()
 

@@ -121,6 +121,7 @@ def create_app(
         identity=identity,
         allow_list=allow_list,
         guard=polling_guard,
+        agent=agent_name,
     )
 
     def health_body() -> dict[str, Any]:
@@ -134,7 +135,6 @@ def create_app(
             **polling.health_fields(),
         }
 
-    polling.agent = agent_name
     legacy = LegacyCallbacks(
         engine,
         agent_loop,

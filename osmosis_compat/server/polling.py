@@ -378,7 +378,7 @@ class PollingProtocol(RolloutProtocol):
             logger.warning("Rollout %s: polling lease expired; cancelling it", rollout_id)
             found = metrics.peek()
             if found is not None:
-                found.lease_expiries.labels(self.agent).inc()
+                found.child(found.lease_expiries, self.agent).inc()
             await self.engine.cancel(rollout_id)
 
     # -- result ----------------------------------------------------------------------------------------------
@@ -388,7 +388,7 @@ class PollingProtocol(RolloutProtocol):
         admission = self.engine.get(rollout_id)
         parent = admission.context.get("span_context") if admission is not None else None
         found = metrics.peek()
-        waiting = found.long_polls.labels(self.agent) if found is not None else None
+        waiting = found.child(found.long_polls, self.agent) if found is not None else None
         if waiting is not None:
             waiting.inc()
         try:
@@ -451,7 +451,7 @@ class PollingProtocol(RolloutProtocol):
             await self.engine.cancel(key)
             found = metrics.peek()
             if found is not None:
-                found.cancels.labels(self.agent).inc()
+                found.child(found.cancels, self.agent).inc()
         cancelled = sum(1 for d in dispositions.values() if d.startswith("cancelled"))
         logger.info("Cancelled %d rollout(s)", cancelled)
         return JSONResponse({"dispositions": dispositions})

@@ -137,15 +137,15 @@ class RolloutProtocol:
         found = metrics.peek()
         if found is not None:
             if submission.created:
-                found.admitted.labels(self.name, self.agent).inc()
+                found.child(found.admitted, self.name, self.agent).inc()
             else:
-                found.refused.labels(self.name, self.agent, "duplicate").inc()
+                found.child(found.refused, self.name, self.agent, "duplicate").inc()
         return submission
 
     def _refused(self, reason: str, response: JSONResponse) -> AdmissionRefused:
         found = metrics.peek()
         if found is not None:
-            found.refused.labels(self.name, self.agent, reason).inc()
+            found.child(found.refused, self.name, self.agent, reason).inc()
         return AdmissionRefused(response)
 
     def _observed(self, key: str, run: Callable[[Admission], Awaitable[None]]) -> Callable[[Admission], Awaitable[None]]:
@@ -155,7 +155,7 @@ class RolloutProtocol:
             context.enter(scope)
             found = metrics.peek()
             if found is not None:
-                found.running.labels(self.name, self.agent).inc()
+                found.child(found.running, self.name, self.agent).inc()
             outcome = "failure"
             try:
                 with tracing.span(
@@ -175,9 +175,9 @@ class RolloutProtocol:
                             span.set_attribute("osmosis.outcome", outcome)
             finally:
                 if found is not None:
-                    found.running.labels(self.name, self.agent).dec()
-                    found.finished.labels(self.name, self.agent, outcome).inc()
-                    found.duration.labels(self.name, self.agent, outcome).observe(time.monotonic() - admission.admitted_at)
+                    found.child(found.running, self.name, self.agent).dec()
+                    found.child(found.finished, self.name, self.agent, outcome).inc()
+                    found.child(found.duration, self.name, self.agent, outcome).observe(time.monotonic() - admission.admitted_at)
 
         return observed
 

@@ -93,7 +93,7 @@ async def test_metrics_count_every_protocols_rollouts_on_the_legacy_and_workflow
     assert value(after, "osmosis_rollouts_running", protocol="legacy", agent="sleepy") == 0
     assert value(last, "osmosis_admissions_refused_total", protocol="polling", agent="steered", reason="duplicate") >= 1
     assert "osmosis_long_polls_waiting" in last and "osmosis_lease_expiries_total" in last
-    assert "osmosis_store_round_trips_total" in last and "osmosis_cancels_total" in last
+    assert "osmosis_store_round_trip_seconds" in last and "osmosis_cancels_total" in last
 
 
 async def test_metrics_need_the_servers_key_and_the_probes_never_do() -> None:
