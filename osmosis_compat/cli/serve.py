@@ -47,6 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reload", action="store_true", help="not supported (as upstream): see the error it prints")
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error", "critical"),
                         help="uvicorn log level (default info)")
+    parser.add_argument("--log-format", choices=("text", "json"), default=None,
+                        help="log lines as plain text (default) or one JSON object per line with the rollout id "
+                             "(default: $OSMOSIS_COMPAT_LOG_FORMAT, else text); keys and tokens are never logged")
     parser.add_argument("--skip-register", action="store_true",
                         help="accepted for compatibility; osmosis-compat never registers with the Osmosis Platform")
     parser.add_argument("--local", "--local-debug", dest="local_debug", action="store_true",
@@ -85,6 +88,7 @@ class ServePlan:
 
 def run(args: argparse.Namespace) -> int:
     try:
+        _configure_logs(args)
         check_port_free(args.host, args.port)
         check_store(args)
         plan = plan_server(args)
@@ -111,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
         import uvicorn
 
         print(plan.banner, flush=True)
-        uvicorn.run(plan.app, host=args.host, port=args.port, log_level=args.log_level)
+        uvicorn.run(plan.app, host=args.host, port=args.port, log_level=args.log_level, log_config=_log_config(args))
         return 0
     except Exception as exc:  # upstream: any failure → "Error: <msg>" and exit 1
         print(f"Error: {exc}", file=sys.stderr)
@@ -170,15 +174,52 @@ def _run_workers(args: argparse.Namespace, plan: ServePlan) -> int:
     os.environ[_WORKER_ARGV_ENV] = json.dumps(argv)
     banner = plan.banner or _legacy_banner(plan, args, key if generated else None)
     print(f"{banner}\n  Workers:  {args.workers} processes, store {os.environ.get(STORE_ENV)}", flush=True)
-    uvicorn.run(
-        "osmosis_compat.cli.serve:worker_app",
-        factory=True,
-        workers=args.workers,
-        host=args.host,
-        port=args.port,
-        log_level=args.log_level,
-    )
+    metrics_dir = _multiprocess_metrics_dir()
+    try:
+        uvicorn.run(
+            "osmosis_compat.cli.serve:worker_app",
+            factory=True,
+            workers=args.workers,
+            host=args.host,
+            port=args.port,
+            log_level=args.log_level,
+            log_config=_log_config(args),
+        )
+    finally:
+        if metrics_dir is not None:
+            metrics_dir.cleanup()
     return 0
+
+
+def _configure_logs(args: argparse.Namespace) -> None:
+    """``--log-format`` (else ``$OSMOSIS_COMPAT_LOG_FORMAT``) for this process and, through the environment, for
+    the worker processes; the server's own key is never written to a log."""
+    from osmosis_compat.observability.logs import LOG_FORMAT_ENV, redact_value, resolve_format
+
+    # The handlers themselves are uvicorn's log_config (_log_config), installed when the server starts.
+    os.environ[LOG_FORMAT_ENV] = resolve_format(args.log_format)
+    redact_value(args.api_key)
+
+
+def _log_config(args: argparse.Namespace) -> dict[str, Any]:
+    from osmosis_compat.observability.logs import resolve_format, uvicorn_log_config
+
+    return uvicorn_log_config(resolve_format(args.log_format), args.log_level)
+
+
+def _multiprocess_metrics_dir() -> Any:
+    """``--workers``: every process's metrics aggregated at ``/metrics`` (prometheus-client's multiprocess mode,
+    docs/serving.md). A fresh directory unless ``$PROMETHEUS_MULTIPROC_DIR`` names one; it must be set before the
+    workers import prometheus-client."""
+    import tempfile
+
+    from osmosis_compat.observability.metrics import MULTIPROC_ENV
+
+    if os.environ.get(MULTIPROC_ENV):
+        return None
+    directory = tempfile.TemporaryDirectory(prefix="osmosis-metrics-")
+    os.environ[MULTIPROC_ENV] = directory.name
+    return directory
 
 
 _WORKER_ARGV_ENV = "_OSMOSIS_COMPAT_SERVE_ARGV"
@@ -187,6 +228,8 @@ _WORKER_ARGV_ENV = "_OSMOSIS_COMPAT_SERVE_ARGV"
 def _argv_for_workers(args: argparse.Namespace, plan: ServePlan, key: str | None) -> list[str]:
     argv = [item for spec in args.module for item in ("-m", spec)]
     argv += ["--no-validate", "--expose", args.expose, "--log-level", args.log_level]
+    if args.log_format:
+        argv += ["--log-format", args.log_format]
     if args.default:
         argv += ["--default", args.default]
     if args.local_debug:
@@ -356,7 +399,7 @@ def _mixed_plan(args: argparse.Namespace, targets: list[tuple[str | None, Any]])
     ]
     for agent in agents:
         for protocol, path in app.endpoints(agent.name).items():
-            via = "" if protocol == agent.kind else "  (adapted)"
+            via = "  (adapted)" if app.adapted(agent.name, protocol) else ""
             lines.append(f"    {agent.name:<20} {agent.kind:<8} {protocol:<8} http://{host_shown}:{args.port}{path}{via}")
     if key is not None and app.callback_routes():
         lines.append("  " + callback_auth_notice(app.callback_routes(), keyless_callbacks=args.keyless_callbacks,

@@ -115,7 +115,10 @@ def serve_agent_loop(
     warning = non_loopback_warning(host, key)
     if warning:
         print(warning, file=sys.stderr, flush=True)
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+    from osmosis_compat.observability.logs import resolve_format, uvicorn_log_config
+
+    # $OSMOSIS_COMPAT_LOG_FORMAT (json / text, set by `serve --log-format`); keys and bearer tokens redacted either way.
+    uvicorn.run(app, host=host, port=port, log_level=log_level, log_config=uvicorn_log_config(resolve_format(), log_level))
 
 
 def _print_banner(
