@@ -29,6 +29,8 @@ Exit status: 0 when the run completed (whatever the rows did; use --strict to fa
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-m", "--module", help="the agent: module:attr or a workflow entrypoint (default: the example)")
+    parser.add_argument("--mcp", metavar="DIR", help="a FastMCP server directory (DIR/main.py) run as upstream's "
+                                                    "MCPAgentLoop, instead of -m (needs osmosis-compat[mcp])")
     parser.add_argument("-d", "--dataset", type=Path, help="a .jsonl or .csv file (default: the example's, without -m)")
     parser.add_argument("--via", choices=("native", "legacy", "workflow", "polling"), default="native",
                         help="protocol to run the agent on: its own (native), the other one through the adapter, "
@@ -78,9 +80,12 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, list[Any], Any, str, bool]:
     from osmosis_compat.legacy.exceptions import CLIError
     from osmosis_compat.server.agents import AgentSpec, AgentSpecError, url_safe_name
 
-    from .targets import load_target
+    from .targets import load_mcp_target, load_target
 
     _configure_logging(args.verbose)
+    mcp = getattr(args, "mcp", None)
+    if mcp is not None and args.module is not None:
+        raise _SetupError("-m/--module and --mcp are mutually exclusive: pass one agent")
     if args.concurrency < 1:
         raise _SetupError("--concurrency must be at least 1")
     if args.offset < 0 or (args.limit is not None and args.limit < 0):
@@ -88,7 +93,10 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, list[Any], Any, str, bool]:
     if args.timeout <= 0:
         raise _SetupError("--timeout must be > 0")
     module, dataset = args.module, args.dataset
-    if module is None:
+    if mcp is not None:
+        if dataset is None:
+            raise _SetupError("-d/--dataset is required with --mcp")
+    elif module is None:
         from .demo import EXAMPLES_DIR
 
         module = str(EXAMPLES_DIR / "legacy" / "calculator_agent.py") + ":agent_loop"
@@ -100,7 +108,7 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, list[Any], Any, str, bool]:
     if args.output is not None:
         _check_output(args.output)  # before the run, not after it
     try:
-        target = load_target(module)
+        target = load_mcp_target(mcp) if mcp is not None else load_target(module)
         graded = not (target.kind == "workflow" and target.grader is None)
         if not graded:
             from osmosis_compat.evaluation.transcripts import TranscriptRecorder

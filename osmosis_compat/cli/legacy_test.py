@@ -35,7 +35,8 @@ BUILTIN_MODEL = "builtin"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-m", "--module", "--agent", dest="module", metavar="MODULE:ATTR",
                         help="the agent loop (module:attr or path.py:attr)")
-    parser.add_argument("--mcp", metavar="DIR", help="not supported: MCP agent loops are not part of osmosis-compat")
+    parser.add_argument("--mcp", metavar="DIR",
+                        help="a FastMCP server directory (DIR/main.py) run as MCPAgentLoop (needs osmosis-compat[mcp])")
     parser.add_argument("-d", "--dataset", type=Path, required=True, help="a .jsonl or .csv dataset")
     parser.add_argument("--model", default=DEFAULT_MODEL,
                         help=f"model (default {DEFAULT_MODEL}); '{BUILTIN_MODEL}' = the built-in deterministic policy")
@@ -73,13 +74,12 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, list[Any], Any]:
     from osmosis_compat.legacy.exceptions import CLIError
     from osmosis_compat.server.agents import AgentSpec, AgentSpecError, url_safe_name
 
-    from .targets import load_target
+    from .targets import load_mcp_target, load_target
 
-    if args.mcp:
-        raise _TestError("--mcp: MCP agent loops are not part of osmosis-compat; wrap the MCP server's tools in a "
-                         "RolloutAgentLoop and pass it with -m")
-    if not args.module:
-        raise _TestError("-m/--module is required")
+    if args.mcp and args.module:
+        raise _TestError("-m/--module and --mcp are mutually exclusive: pass one agent")
+    if not args.module and not args.mcp:
+        raise _TestError("one of -m/--module or --mcp is required")
     if args.row is not None and not args.interactive:
         raise _TestError("--row requires --interactive")
     if args.offset < 0 or (args.limit is not None and args.limit < 0):
@@ -88,7 +88,7 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, list[Any], Any]:
         raise _TestError(f"-o {args.output}: directory {args.output.parent} does not exist")
     policy = _policy(args)
     try:
-        target = load_target(args.module)
+        target = load_mcp_target(args.mcp) if args.mcp else load_target(args.module)
         agent = AgentSpec.from_target(target, name=url_safe_name(target.name))
     except (CLIError, AgentSpecError) as exc:
         raise _TestError(str(exc)) from exc

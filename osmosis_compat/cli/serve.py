@@ -39,8 +39,10 @@ Errors print `Error: <message>` and exit 1."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-m", "--module", action="append", required=True, metavar="[NAME=]TARGET",
+    parser.add_argument("-m", "--module", action="append", default=[], metavar="[NAME=]TARGET",
                         help="an agent to serve (repeatable): module:attr or a workflow entrypoint")
+    parser.add_argument("--mcp", action="append", default=[], metavar="[NAME=]DIR",
+                        help="a FastMCP server directory served as MCPAgentLoop (repeatable; needs osmosis-compat[mcp])")
     parser.add_argument("-p", "--port", type=int, default=9000, help="port (default 9000)")
     parser.add_argument("-H", "--host", default="0.0.0.0", help="bind address (default 0.0.0.0)")
     parser.add_argument("--no-validate", action="store_true", help="skip validating the agents before serving")
@@ -263,8 +265,10 @@ def plan_server(args: argparse.Namespace) -> ServePlan:
     """Load, validate and assemble everything ``serve`` needs; raise with a readable message on any problem."""
     from osmosis_compat.legacy.exceptions import ServeError
 
-    from .targets import load_target
+    from .targets import load_mcp_target, load_target
 
+    if not args.module and not getattr(args, "mcp", None):
+        raise ServeError("pass an agent: -m/--module TARGET or --mcp DIR")
     if args.local_debug and args.api_key is not None:
         raise ServeError("--api-key cannot be used together with --local (local debug mode disables auth).")
     if args.reload:
@@ -274,6 +278,7 @@ def plan_server(args: argparse.Namespace) -> ServePlan:
         )
     named = [_split_name(spec) for spec in args.module]
     targets = [(name, load_target(spec)) for name, spec in named]
+    targets += [(name, load_mcp_target(spec)) for name, spec in (_split_name(d) for d in getattr(args, "mcp", []))]
     if len(targets) == 1 and targets[0][0] is None and targets[0][1].kind == "legacy" \
             and args.expose in ("native", "legacy") and args.default is None:
         # Exactly the legacy `osmosis serve`: serve_agent_loop validates, prints the banner and runs uvicorn.

@@ -172,6 +172,7 @@ _TABLE: dict[str, Entry] = {
     "osmosis_ai.rollout.eval": Entry(is_package=True, unavailable=_OUT_OF_SCOPE_EVAL.format(name="osmosis_ai.rollout.eval")),
     "osmosis_ai.rollout.test_mode": Entry(unavailable=_OUT_OF_SCOPE_EVAL.format(name="osmosis_ai.rollout.test_mode")),
     "osmosis_ai.rubric_eval": Entry(target=f"{LEGACY}.rubric"),
+    "osmosis_ai.rubric_types": Entry(target=f"{LEGACY}.rubric"),
     "osmosis_ai.utils": Entry(target=f"{LEGACY}.rewards"),
     # workflow modules
     "osmosis_ai.rollout.agent_workflow": Entry(target=f"{WORKFLOW}.agent_workflow"),
