@@ -1,9 +1,9 @@
 """``osmosis``: the legacy osmosis-ai command-line verbs that users' scripts call, on osmosis-compat.
 
-``osmosis serve``, ``osmosis validate`` and ``osmosis test`` take upstream's flags (spec/legacy-protocol.md
-§2.17) and run on osmosis-compat (``serve``/``validate`` are ``osmosis-compat serve``/``validate``, which accept
-upstream's flags and more). Upstream's platform verbs (``login``, ``logout``, ``whoami``, ``workspace``,
-``preview``, ``eval-rubric``, ``eval``) exit 1 saying why they are not here. As upstream: no subcommand prints the
+``osmosis serve``, ``osmosis validate``, ``osmosis test`` and ``osmosis eval`` take upstream's flags
+(spec/legacy-protocol.md §2.17) and run on osmosis-compat (``serve``/``validate`` are ``osmosis-compat
+serve``/``validate``, which accept upstream's flags and more). Upstream's platform verbs (``login``, ``logout``,
+``whoami``, ``workspace``, ``preview``, ``eval-rubric``) exit 1 saying why they are not here. As upstream: no subcommand prints the
 help and exits 1; ``-V`` prints ``osmosis-ai <version>``.
 """
 
@@ -21,6 +21,7 @@ _COMMANDS = {
     "serve": "osmosis_compat.cli.serve",
     "validate": "osmosis_compat.cli.validate",
     "test": "osmosis_compat.cli.legacy_test",
+    "eval": "osmosis_compat.cli.legacy_eval",
 }
 
 _NOT_HERE = {
@@ -29,9 +30,8 @@ _NOT_HERE = {
     "whoami": "Osmosis Platform login is not part of osmosis-compat, which never contacts the platform",
     "workspace": "Osmosis Platform workspaces are not part of osmosis-compat, which never contacts the platform",
     "preview": "dataset preview on the Osmosis Platform is not part of osmosis-compat",
-    "eval-rubric": "the rubric LLM evaluator is not part of osmosis-compat (evaluate_rubric raises the same)",
-    "eval": "`osmosis eval` (eval functions, pass@k against hosted models) is not part of osmosis-compat: run "
-            "`osmosis-compat eval -m MODULE:ATTR -d DATASET` (rewards from the agent or its grader) or `osmosis test`",
+    "eval-rubric": "0.2.17's rubric-scoring command is not part of osmosis-compat (its flags are not documented "
+                   "anywhere obtainable): call evaluate_rubric from Python, which is supported",
 }
 
 
@@ -41,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="osmosis",
-        description="The legacy osmosis-ai command line on osmosis-compat: serve, validate and test agent loops.",
+        description="The legacy osmosis-ai command line on osmosis-compat: serve, validate, test and evaluate agent "
+                    "loops.",
     )
     parser.add_argument("-V", "--version", action="version", version=f"osmosis-ai {_version()}")
     sub = add_subcommands(parser, _COMMANDS)

@@ -14,7 +14,7 @@ from typing import Any
 
 from osmosis_compat import __version__
 
-__all__ = ["build_parser", "main", "parse_command_line"]
+__all__ = ["build_parser", "main", "parse_command_line", "plain_text"]
 
 _COMMANDS = {
     "serve": "osmosis_compat.cli.serve",
@@ -43,13 +43,25 @@ def add_subcommands(parser: argparse.ArgumentParser, commands: dict[str, str]) -
     subcommands: dict[str, argparse.ArgumentParser] = {}
     for name, module_name in commands.items():
         module = importlib.import_module(module_name)
-        command_parser = sub.add_parser(name, help=module.HELP, description=module.DESCRIPTION,
+        command_parser = sub.add_parser(name, help=module.HELP, description=plain_text(module.DESCRIPTION),
                                         formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(command_parser)
         command_parser.set_defaults(_run=module.run)
         subcommands[name] = command_parser
     parser.subcommands = subcommands  # type: ignore[attr-defined]
     return sub
+
+
+def plain_text(doc: str | None) -> str | None:
+    """A module docstring as ``--help`` shows it: reStructuredText literals (````x````) and roles
+    (``:class:`x```) become plain text, bold markers go."""
+    if doc is None:
+        return None
+    import re
+
+    text = re.sub(r":[a-z]+:`~?([^`]+)`", r"\1", doc)
+    text = text.replace("``", "").replace("**", "")
+    return text
 
 
 def parse_command_line(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
