@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import asyncio
 import logging
 import sys
@@ -64,7 +65,11 @@ def run(args: argparse.Namespace) -> int:
     except _SetupError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 1
-    return asyncio.run(_run(args, *setup))
+    # stdout carries the summary table (and only it, so `| head`/`> file` get it whole): whatever the agent prints
+    # while the run goes goes to stderr with the progress, instead of landing in the middle of the table.
+    out = sys.stdout
+    with contextlib.redirect_stdout(sys.stderr):
+        return asyncio.run(_run(args, *setup, out=out))
 
 
 class _SetupError(Exception):
@@ -182,10 +187,10 @@ def base_url_hint(base_url: str) -> str:
 
 
 async def _run(args: argparse.Namespace, agent: Any, items: list[Any], policy: Any, protocol: str,
-               graded: bool = True) -> int:
+               graded: bool = True, out: Any = None) -> int:
     from osmosis_compat.evaluation.drivers import RequestOptions
     from osmosis_compat.evaluation.policies import RemotePolicyError
-    from osmosis_compat.evaluation.progress import Progress
+    from osmosis_compat.evaluation.progress import Progress, heartbeat_interval
     from osmosis_compat.evaluation.report import format_summary, summarize, write_results
     from osmosis_compat.evaluation.runner import run_evaluation
     from osmosis_compat.server.agents import AgentSpecError
@@ -213,6 +218,15 @@ async def _run(args: argparse.Namespace, agent: Any, items: list[Any], policy: A
         finished.append(result)
         progress.update(result)
 
+    out = out if out is not None else sys.stdout
+    interval = heartbeat_interval()
+
+    async def heartbeat() -> None:
+        while True:
+            await asyncio.sleep(interval / 4)
+            progress.heartbeat(interval)
+
+    beating = asyncio.ensure_future(heartbeat())
     started = time.perf_counter()
     try:
         if hasattr(policy, "preflight") and not args.no_preflight:
@@ -238,42 +252,44 @@ async def _run(args: argparse.Namespace, agent: Any, items: list[Any], policy: A
         print(f"Interrupted: {len(done)} of {len(items)} row(s) finished.", file=sys.stderr)
         summary = summarize(done, pass_threshold=args.pass_threshold, wall_time_s=time.perf_counter() - started,
                             graded=graded)
-        print(format_summary(summary, title=f"Evaluation of {agent.name} ({protocol} protocol), interrupted"))
+        print(format_summary(summary, title=f"Evaluation of {agent.name} ({protocol} protocol), interrupted"),
+              file=out)
         if not progress.shows_rows:
-            _print_errors(done)
+            _print_errors(done, out)
         if args.output is not None:
             write_results(done, args.output)
-            print(f"Per-row results (finished rows): {args.output}")
+            print(f"Per-row results (finished rows): {args.output}", file=out)
         return 130
     except (AgentSpecError, ServerStartError, ImportError) as exc:
         progress.close()
         print(f"Error: cannot serve {agent.name!r} on the {protocol} protocol: {exc}", file=sys.stderr)
         return 1
     finally:
+        beating.cancel()
         if hasattr(policy, "aclose"):
             await policy.aclose()
     progress.close()
-    print(format_summary(outcome.summary, title=f"Evaluation of {agent.name} ({protocol} protocol)"))
+    print(format_summary(outcome.summary, title=f"Evaluation of {agent.name} ({protocol} protocol)"), file=out)
     if not progress.shows_rows:  # a terminal (or -q) saw no per-row lines: say why rows failed
-        _print_errors(outcome.results)
+        _print_errors(outcome.results, out)
     if args.output is not None:
         try:
             write_results(outcome.results, args.output)
         except OSError as exc:
             print(f"Error: cannot write {args.output}: {exc}", file=sys.stderr)
             return 1
-        print(f"Per-row results: {args.output}")
+        print(f"Per-row results: {args.output}", file=out)
     if args.strict and outcome.summary.completed < outcome.summary.total:
         return 1
     return 0
 
 
-def _print_errors(results: list[Any]) -> None:
+def _print_errors(results: list[Any], out: Any = None) -> None:
     from osmosis_compat.evaluation.report import format_first_errors
 
     errors = format_first_errors(results)
     if errors:
-        print(errors)
+        print(errors, file=out if out is not None else sys.stdout)
 
 
 def _configure_logging(verbose: bool) -> None:

@@ -13,7 +13,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from .main import add_subcommands, parse_command_line
+from .main import add_subcommands, closed_stdout, parse_command_line
 
 __all__ = ["build_parser", "main"]
 
@@ -70,9 +70,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 1
     try:
-        return int(args._run(args) or 0)
+        code = int(args._run(args) or 0)
+        sys.stdout.flush()
+        return code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return closed_stdout()
 
 
 if __name__ == "__main__":  # pragma: no cover
