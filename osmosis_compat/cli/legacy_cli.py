@@ -22,6 +22,7 @@ _COMMANDS = {
     "validate": "osmosis_compat.cli.validate",
     "test": "osmosis_compat.cli.legacy_test",
     "eval": "osmosis_compat.cli.legacy_eval",
+    "dataset": "osmosis_compat.cli.dataset",
 }
 
 _NOT_HERE = {
@@ -65,6 +66,16 @@ def _not_here(name: str, reason: str):  # type: ignore[no-untyped-def]
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``osmosis`` (also ``osmosis-ai`` / ``osmosis_ai``, as upstream's scripts were named)."""
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--json"] and argv[1:3] == ["dataset", "validate"]:
+        argv = [*argv[1:], "--json"]  # 0.3.8's global --json, for the one command that has it here
+    if argv[:1] == ["eval"] and argv[1:2] in (["run"], ["rubric"]):
+        from .eval_run import main as eval_run_main  # 0.3.8's `osmosis eval run|rubric`; `osmosis eval -m` is 0.2.17's
+
+        try:
+            return eval_run_main(argv[1:])
+        except KeyboardInterrupt:
+            return 130
     args = parse_command_line(parser, argv)
     if not getattr(args, "_run", None):
         parser.print_help()
