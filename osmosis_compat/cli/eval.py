@@ -51,7 +51,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--offset", type=int, default=0, help="skip this many rows first (default 0)")
     run.add_argument("--max-turns", type=int, default=10, help="max_turns of legacy rollout requests (default 10)")
     run.add_argument("--timeout", type=float, default=300.0, help="seconds one row may take (default 300)")
-    run.add_argument("--pass-threshold", type=float, default=1.0, help="a row passes when reward >= this (default 1.0)")
+    run.add_argument("--pass-threshold", type=float, default=None,
+                     help="a row passes when reward >= this (default 1.0)")
+    run.add_argument("--rows", help='only these rows, by index in the file, e.g. "3,7,10-20" (0.3.8\'s --rows)')
+    named = parser.add_argument_group("named runs (osmosis-ai 0.3.8's local eval: repeated runs, pass@k, resume)")
+    named.add_argument("--config", type=Path, metavar="TOML",
+                       help="0.3.8's eval config: its entrypoint (without -m), n, limit, batch_size, pass_threshold")
+    named.add_argument("--n", type=int, help="runs per row (pass@k over them); implies a named run")
+    named.add_argument("--name", help="run name: a previous run's name resumes it (default: a generated one)")
+    named.add_argument("--runs-dir", type=Path, help="where named runs live (default .osmosis/evals)")
+    named.add_argument("--fresh", action="store_true", help="archive the named run's results and start clean")
+    named.add_argument("--retry-failed", action="store_true", help="also re-run the named run's failed attempts")
     out = parser.add_argument_group("output")
     out.add_argument("-o", "--output", type=Path, help="write one JSON object per row to this .jsonl file")
     out.add_argument("-q", "--quiet", action="store_true", help="no progress output, only the summary")
@@ -69,11 +79,68 @@ def run(args: argparse.Namespace) -> int:
     # while the run goes goes to stderr with the progress, instead of landing in the middle of the table.
     out = sys.stdout
     with contextlib.redirect_stdout(sys.stderr):
+        if _named(args):
+            return asyncio.run(_run_named(args, *setup, out=out))
         return asyncio.run(_run(args, *setup, out=out))
 
 
 class _SetupError(Exception):
     pass
+
+
+def _named(args: argparse.Namespace) -> bool:
+    return bool(args.name or args.config or args.n or args.fresh or args.retry_failed or args.runs_dir)
+
+
+async def _run_named(args: argparse.Namespace, agent: Any, items: list[Any], policy: Any, protocol: str,
+                     graded: bool = True, out: Any = None) -> int:
+    """A named run (0.3.8's layout, see osmosis_compat.evaluation.local_run) with this command's agent, protocol
+    and model (the built-in policy by default)."""
+    from osmosis_compat.evaluation.dataset import RowError
+    from osmosis_compat.evaluation.drivers import RequestOptions
+    from osmosis_compat.evaluation.local_run import DEFAULT_ROOT, LocalRunError, RunSettings, run_named
+
+    from .eval_run import print_run
+
+    bad = [item for item in items if isinstance(item, RowError)]
+    if bad:  # a named run's row indexes must mean the same rows on every resume: no silently dropped row
+        print(f"Error: row {bad[0].index}: {bad[0].message}", file=sys.stderr)
+        return 1
+    config = getattr(args, "_config", None)
+    n = args.n or (config.number("n", 1, int) if config else 1)
+    settings = RunSettings(
+        name=args.name, root=args.runs_dir or DEFAULT_ROOT, n=n, pass_threshold=args.pass_threshold,
+        concurrency=args.concurrency, fresh=args.fresh, retry_failed=args.retry_failed,
+        inputs={"agent": agent.name, "protocol": protocol, "dataset": str(Path(args.dataset).resolve()),
+                "model": getattr(policy, "model", "builtin")},
+        identity={"dataset_name": Path(args.dataset).name, "model_name": getattr(policy, "model", "builtin"),
+                  "rollout_name": agent.name},
+    )
+    options = RequestOptions(max_turns=args.max_turns, timeout_s=args.timeout, graded=graded)
+
+    def on_attempt(record: Any) -> None:
+        if not args.quiet:
+            reward = "" if record.reward is None else f" reward={record.reward:g}"
+            error = f" [{record.error_type}]" if record.error_type else ""
+            print(f"row {record.source_row_index} run {record.run_index}: {record.status}{reward}{error}",
+                  file=sys.stderr, flush=True)
+
+    try:
+        if hasattr(policy, "preflight") and not args.no_preflight:
+            await policy.preflight()
+        outcome = await run_named(agent, items, protocol=protocol, policy=policy, options=options,
+                                  settings=settings, total_dataset_rows=args._total_rows, on_attempt=on_attempt)
+    except LocalRunError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if hasattr(policy, "aclose"):
+            await policy.aclose()
+    with contextlib.redirect_stdout(out or sys.stdout):
+        print_run(outcome)
+    if args.strict and outcome.summary["passed"] < outcome.summary["total_samples"]:
+        return 1
+    return 0
 
 
 def _prepare(args: argparse.Namespace) -> tuple[Any, list[Any], Any, str, bool]:
@@ -98,6 +165,24 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, list[Any], Any, str, bool]:
     if args.timeout <= 0:
         raise _SetupError("--timeout must be > 0")
     module, dataset = args.module, args.dataset
+    args._config = None
+    if args.config is not None:
+        from osmosis_compat.evaluation.eval_config import EvalConfigError, load_eval_config
+
+        try:
+            args._config = load_eval_config(args.config)
+            if args.limit is None:
+                args.limit = args._config.number("limit", None, int)
+            if args.pass_threshold is None:
+                args.pass_threshold = args._config.number("pass_threshold", None, float)
+        except EvalConfigError as exc:
+            raise _SetupError(str(exc)) from exc
+        if module is None and mcp is None:
+            module = str(args._config.entrypoint_path())
+    if args.pass_threshold is None:
+        args.pass_threshold = 1.0
+    if args.rows is not None and (args.offset or args.limit is not None) and args.config is None:
+        raise _SetupError("--rows selects rows itself: drop --offset/--limit")
     if mcp is not None:
         if dataset is None:
             raise _SetupError("-d/--dataset is required with --mcp")
@@ -126,9 +211,24 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, list[Any], Any, str, bool]:
         raise _SetupError(str(exc)) from exc
     protocol = agent.kind if args.via == "native" else args.via
     try:
-        items = read_dataset(dataset, offset=args.offset, limit=args.limit)
+        items = read_dataset(dataset, offset=0 if args.rows else args.offset,
+                             limit=None if args.rows else args.limit)
+        args._total_rows = len(read_dataset(dataset)) if not args.rows else len(items)
     except DatasetError as exc:
         raise _SetupError(f"dataset {exc}") from exc
+    args.dataset = dataset
+    if args.rows is not None:
+        from osmosis_compat.evaluation.local_run import LocalRunError, parse_row_selector
+
+        try:
+            wanted = parse_row_selector(args.rows)
+        except LocalRunError as exc:
+            raise _SetupError(str(exc)) from exc
+        out_of_range = [i for i in wanted if i >= len(items)]
+        if out_of_range:
+            raise _SetupError(f"--rows selects {out_of_range} but {Path(dataset).name} has {len(items)} rows "
+                              f"(valid indices are 0-{max(len(items) - 1, 0)})")
+        items = [item for item in items if item.index in set(wanted)]
     return agent, items, _policy(args), protocol, graded
 
 

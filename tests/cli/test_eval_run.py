@@ -160,3 +160,23 @@ def test_metrics_as_0_3_8_computes_them():
     assert (summary["completed_samples"], summary["passed"], summary["failed"], summary["skipped"]) == (3, 1, 1, 1)
     assert summary["pass_rate"] == pytest.approx(1 / 3) and summary["tokens_used"] == 7
     assert summary["pass_at_k"] == [{"k": 1, "value": 0.25}, {"k": 2, "value": 1.0}]
+
+
+def test_osmosis_compat_eval_rows_and_named_runs(workspace, capsys):
+    from osmosis_compat.cli.main import main as compat_main
+
+    agent = str(workspace / "rollouts" / "calc" / "main.py") + ":agent_loop"
+    out = workspace / "rows.jsonl"
+    assert compat_main(["eval", "-m", agent, "-d", "data.jsonl", "--rows", "0,2", "-q", "-o", str(out)]) == 0
+    assert [json.loads(line)["row_index"] for line in out.read_text().splitlines()] == [0, 2]
+    # Offline by default, in 0.3.8's layout, driven by the config file (entrypoint, n = 2).
+    assert compat_main(["eval", "--config", "configs/calc.toml", "-d", "data.jsonl", "--name", "c", "-q",
+                        "--via", "polling"]) == 0
+    index = _index(workspace / ".osmosis" / "evals" / "c")
+    assert len(index) == 6 and {r["status"] for r in index} == {"success"}
+    assert "pass@2: 1.000" in capsys.readouterr().out
+    assert compat_main(["eval", "--config", "configs/calc.toml", "-d", "data.jsonl", "--name", "c", "-q",
+                        "--via", "polling"]) == 0
+    assert "0 attempt(s) run, 6 kept from before" in capsys.readouterr().out
+    assert compat_main(["eval", "-m", agent, "-d", "data.jsonl", "--rows", "0", "--limit", "1"]) == 1
+    assert "--rows selects rows itself" in capsys.readouterr().err
