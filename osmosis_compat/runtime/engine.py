@@ -59,6 +59,8 @@ class Admission:
     """One rollout admitted by this process, while it runs here."""
 
     key: str
+    protocol: str = ""
+    """The protocol that admitted it (``"legacy"``, ``"workflow"``, ``"polling"``)."""
     admitted_at: float = field(default_factory=time.monotonic)
     """Monotonic time of admission — before waiting for a slot, so latency includes queueing."""
     started_at: float | None = None
@@ -83,6 +85,13 @@ class Submission(Generic[T]):
     admission: Admission | None
     record: RolloutRecord | None = None
     """For a duplicate: the existing record (status, result …)."""
+
+    @property
+    def protocol(self) -> str:
+        """The protocol of the rollout that holds the key (for a duplicate: the leader's, wherever it runs)."""
+        if self.record is not None:
+            return self.record.protocol
+        return self.admission.protocol if self.admission is not None else ""
 
 
 @dataclass
@@ -161,6 +170,8 @@ class RolloutEngine:
         while True:
             local = self._local.get(key)
             if local is not None:  # the leader is in this process: share its prepare
+                if local.admission.protocol != protocol:  # another protocol's rollout: nothing to share (409)
+                    return Submission(value=None, created=False, admission=local.admission)
                 value = await asyncio.shield(local.prepared)
                 return Submission(value=value, created=False, admission=local.admission)
             if self._closing:
@@ -168,7 +179,7 @@ class RolloutEngine:
             if self.max_pending is not None and len(self._local) >= self.max_pending:
                 raise EngineFullError(f"{len(self._local)} rollouts are pending (max_pending={self.max_pending})")
             loop = asyncio.get_running_loop()
-            local = _Local(admission=Admission(key=key), prepared=loop.create_future(), abort=abort)
+            local = _Local(admission=Admission(key=key, protocol=protocol), prepared=loop.create_future(), abort=abort)
             self._local[key] = local
             record = RolloutRecord(key=key, owner=self.instance_id, protocol=protocol, **(fields or {}))
             try:
@@ -180,7 +191,7 @@ class RolloutEngine:
                 break
             # A duplicate of a rollout another process admitted (or one this process finished and remembers).
             self._local.pop(key, None)
-            answer = await self._answer_of(existing, wanted=prepare is not None)
+            answer = await self._answer_of(existing, wanted=prepare is not None and existing.protocol == protocol)
             if answer is _GONE:
                 local.prepared.cancel()
                 continue  # the leader's prepare failed and the key was forgotten: start afresh
