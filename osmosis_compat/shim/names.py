@@ -114,9 +114,9 @@ OSMOSIS_AI_NAMES = (
 )
 
 _OUT_OF_SCOPE_EVAL = (
-    "{name}: `osmosis test` / `osmosis eval` provider modes (LiteLLM against hosted models) are not part of "
-    "osmosis-compat. Run agents locally with `osmosis-compat eval` (built-in deterministic policy or any "
-    "OpenAI-compatible endpoint via --base-url)."
+    "{name}: upstream's internal test-mode classes (LocalTestRunner, ExternalLLMClient, ...) are not part of "
+    "osmosis-compat. The commands are: `osmosis test` / `osmosis eval` (LiteLLM models, --base-url, eval "
+    "functions) and `osmosis-compat eval`."
 )
 
 _TABLE: dict[str, Entry] = {
