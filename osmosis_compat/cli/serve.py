@@ -298,6 +298,7 @@ def plan_server(args: argparse.Namespace) -> ServePlan:
 
     from .targets import load_mcp_target, load_target
 
+    args.port = resolve_port(args.port)  # the banners name it
     if not args.module and not getattr(args, "mcp", None):
         raise ServeError("pass an agent: -m/--module TARGET or --mcp DIR")
     if args.local_debug and args.api_key is not None:

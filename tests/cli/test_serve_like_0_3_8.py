@@ -64,27 +64,44 @@ def test_serve_agent_loop_keeps_connections_2160_s(captured):
     assert captured[-1]["timeout_keep_alive"] == 2160
 
 
-def test_a_real_server_keeps_an_idle_connection_past_uvicorns_5_s():
-    """On the wire: after 6 s idle (uvicorn's default closes at 5 s) the same connection still answers."""
-    port = _free_port()
-    env = {**os.environ, "_OSMOSIS_ROLLOUT_PORT": str(port)}
-    proc = subprocess.Popen([str(BIN / "osmosis-compat"), "serve", "-m", CALCULATOR, "--local", "-H", "127.0.0.1",
-                             "--log-level", "warning"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
+def _start_own_server() -> tuple[subprocess.Popen, socket.socket]:
+    """``osmosis-compat serve`` on a free port taken from ``_OSMOSIS_ROLLOUT_PORT``, and a connection proven to
+    reach *this* server (its /health names our instance id): on a shared machine another process may take the port
+    between choosing and binding it, and then this server exits instead (tried again on another port)."""
+    import uuid
+
+    for _attempt in range(3):
+        port, instance = _free_port(), uuid.uuid4().hex
+        env = {**os.environ, "_OSMOSIS_ROLLOUT_PORT": str(port), "_OSMOSIS_ROLLOUT_INSTANCE_ID": instance}
+        proc = subprocess.Popen([str(BIN / "osmosis-compat"), "serve", "-m", CALCULATOR, "--local", "-H", "127.0.0.1",
+                                 "--log-level", "warning"], env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 60
-        while True:
+        while proc.poll() is None and time.monotonic() < deadline:
             try:
-                conn = socket.create_connection(("127.0.0.1", port), timeout=5)
-                break
+                conn = socket.create_connection(("127.0.0.1", port), timeout=10)
             except OSError:
-                assert proc.poll() is None and time.monotonic() < deadline, "server did not start"
                 time.sleep(0.2)
-        request = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
-        conn.sendall(request)
-        assert conn.recv(4096).startswith(b"HTTP/1.1 200")
+                continue
+            conn.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            answer = conn.recv(65536)
+            if answer.startswith(b"HTTP/1.1 200") and instance.encode() in answer:
+                return proc, conn
+            conn.close()
+            break
+        proc.terminate()
+        proc.wait(timeout=20)
+    raise AssertionError("could not start a server of our own")
+
+
+def test_a_real_server_keeps_an_idle_connection_past_uvicorns_5_s():
+    """On the wire: after 6 s idle (uvicorn's default closes at 5 s) the same connection still answers; the port
+    came from _OSMOSIS_ROLLOUT_PORT."""
+    proc, conn = _start_own_server()
+    try:
         time.sleep(6)
-        conn.sendall(request)
-        assert conn.recv(4096).startswith(b"HTTP/1.1 200")  # still open (closed by the old 5 s default: b"")
+        conn.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert conn.recv(65536).startswith(b"HTTP/1.1 200")  # still open (closed by the old 5 s default: b"")
         conn.close()
     finally:
         proc.terminate()
