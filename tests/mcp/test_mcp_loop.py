@@ -178,3 +178,27 @@ def test_tool_errors_reach_the_model_and_max_turns(server_dir):
     tool_messages = [m for m in result.final_messages if m["role"] == "tool"]
     assert len(tool_messages) == 2 and "exploded: why" in tool_messages[0]["content"]
     assert result.metrics.num_tool_calls == 2
+
+
+def test_osmosis_compat_eval_and_serve_take_mcp(server_dir, tmp_path, capsys):
+    import argparse
+
+    from osmosis_compat.cli import serve
+    from osmosis_compat.cli.main import main
+
+    data = tmp_path / "data.jsonl"
+    data.write_text(json.dumps({"user_prompt": "What is 20 + 22?", "label": "42"}) + "\n")
+    out = tmp_path / "rows.jsonl"
+    assert main(["eval", "--mcp", str(server_dir), "-d", str(data), "-q", "-o", str(out)]) == 0
+    row = json.loads(out.read_text())
+    assert row["status"] == "failed" and row["category"] == "no_reward"  # MCP loops give no reward, as upstream
+    assert row["final_message"] == "The answer is 42."
+    assert main(["eval", "--mcp", str(server_dir), "-m", "x:y", "-d", str(data)]) == 1
+    assert "mutually exclusive" in capsys.readouterr().err
+    parser = argparse.ArgumentParser()
+    serve.add_arguments(parser)
+    plan = serve.plan_server(parser.parse_args(["--mcp", f"tools={server_dir}", "-m", "calc=" + str(
+        Path(__file__).resolve().parents[2] / "examples" / "legacy" / "calculator_agent.py") + ":agent_loop",
+        "--local", "-p", "9123"]))
+    assert set(plan.app.agents) == {"tools", "calc"}
+    assert "http://0.0.0.0:9123/agents/tools/v1/rollout/init" in plan.banner or "/agents/tools/" in plan.banner
