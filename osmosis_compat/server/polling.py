@@ -52,6 +52,8 @@ from osmosis_compat.workflow.types.sample import (
     RolloutStatus,
 )
 
+from osmosis_compat.observability.ownership import RolloutOwnership
+
 from .protocol import STORE_UNAVAILABLE_DETAIL, AdmissionRefused, Guard, RolloutProtocol, queue_full
 from .security import bearer_guard
 
@@ -244,6 +246,9 @@ class PollingProtocol(RolloutProtocol):
         self.identity = identity or process_identity()
         self._lease_timers: dict[str, asyncio.TimerHandle] = {}
         self._lease_checks: set[asyncio.Task[None]] = set()
+        # 0.3.8's OTLP "rollout.ownership" records (only with OSMOSIS_ROLLOUT_OTLP_ENDPOINT set).
+        self.ownership = RolloutOwnership()
+        self.ownership.start()
         engine.on_orphan(PROTOCOL, lambda key: (lost_failure(key), self.settings.result_retention_sec))
 
     # -- admission -------------------------------------------------------------------------------------------
@@ -274,6 +279,7 @@ class PollingProtocol(RolloutProtocol):
         if not submission.created:
             return JSONResponse({"detail": "rollout_id is already registered"}, status_code=409)
         self._watch_lease(rollout_id, deadline)
+        self.ownership.admitted(rollout_id, request.metadata)
         return JSONResponse(
             {
                 "rollout_id": rollout_id,
@@ -289,6 +295,7 @@ class PollingProtocol(RolloutProtocol):
         rollout_id = request.rollout_id
 
         async def set_status(status: str) -> None:
+            self.ownership.status(rollout_id, str(status))
             try:
                 await self.store.update(rollout_id, status=str(status))
             except StoreUnavailableError as exc:  # a status is advisory; the final result is retried (_finish)
@@ -297,6 +304,8 @@ class PollingProtocol(RolloutProtocol):
         try:
             if self.engine.limiter.max_concurrent is not None:  # it waited for a slot: now it runs
                 await set_status(RolloutStatus.RUNNING.value)
+            else:  # stored as running at admission already; the ownership record of the start is still due
+                self.ownership.status(rollout_id, RolloutStatus.RUNNING.value)
             queued = (admission.started_at or admission.admitted_at) - admission.admitted_at
             result = await self.executor.execute(request, set_status, queued)
             payload = to_result_response(rollout_id, result)
@@ -342,6 +351,7 @@ class PollingProtocol(RolloutProtocol):
             timer = self._lease_timers.pop(rollout_id, None)
             if timer is not None:
                 timer.cancel()
+            self.ownership.status(rollout_id, payload["status"], final=True)
         return done
 
     # -- leases ----------------------------------------------------------------------------------------------
@@ -375,6 +385,7 @@ class PollingProtocol(RolloutProtocol):
         if await self.store.finish(
             rollout_id, "failure", result=lease_failure(rollout_id), retention=self.settings.result_retention_sec
         ):
+            self.ownership.status(rollout_id, "failure", final=True)
             logger.warning("Rollout %s: polling lease expired; cancelling it", rollout_id)
             found = metrics.peek()
             if found is not None:
@@ -475,6 +486,8 @@ class PollingProtocol(RolloutProtocol):
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if self.ownership.enabled:
+            await asyncio.to_thread(self.ownership.close)  # a blocking flush: off the event loop
 
     # -- routes ----------------------------------------------------------------------------------------------
 
