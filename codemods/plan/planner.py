@@ -400,13 +400,14 @@ class DriverPlanner:
             else:
                 others.append(describe_stmt(stmt))
         decorators = [code(dec.decorator) for dec in func.decorators]
+        if decorators and self.fw.is_tool_decorator(func):
+            # the program calls its tool itself (find_drivers): the tool stays a tool for the agents that use it,
+            # the workflow goes beside it, and the `__main__` block that called it serves the workflow
+            p.mode = "beside"
+            p.notes.append(f"`{d.name}` kept as the tool @{decorators[0]}")
+            p.callers = callers
+            return
         if decorators:
-            if self.fw.is_tool_decorator(func):
-                self.problem(
-                    f"`{d.name}` is a tool (@{decorators[0]}) that runs an inner agent: it stays a tool, "
-                    "see the TODO on the agent it builds"
-                )
-                return
             others.append(f"the decorator @{decorators[0]}")
         if m.external.get(d.name):
             others.extend(m.external[d.name])
@@ -934,6 +935,9 @@ class DriverPlanner:
                 self.problem(f"it asks a human to confirm ({x.what}{where}): a rollout has no one to ask")
             elif x.kind == "exit":
                 self.problem(f"it ends the process ({x.what}{where}), which would stop the rollout server")
+            elif x.kind == "sleep" and x.nested is None and isinstance(x.node, cst.Call) \
+                    and is_expr_stmt_of(x.stmt, x.node):
+                p.sleeps.add(id(x.node))  # a pause: `await asyncio.sleep(s)` pauses run() without blocking the server
             elif x.kind == "sleep":
                 self.problem(f"it calls {x.what}{where}, which would block the rollout server's event loop")
             elif x.kind == "server":

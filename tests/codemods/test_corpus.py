@@ -20,17 +20,10 @@ import pytest
 from tests.codemods._corpus import CorpusRun, corpus_files, measure, measure_corpus, original, with_xfails
 
 #: measure's fully-migrated count per kind may only go up: raise these when the migrator covers more
-FLOOR = {"strands": 29, "openai": 28, "legacy": 0}
+FLOOR = {"strands": 33, "openai": 29, "legacy": 0}
 
-# Causes of today's failures (main at 5bb6452; its fix of the 53 "refused but edited" files flipped their entries).
-NOT_FIXED_POINT = (
-    "not a fixed point: the first run copies the module-level `agent` into the workflow and keeps the plain one for "
-    "the module-level `agent.tool.word_counter(...)` calls without a TODO; the second run adds OM191 above it"
-)
-
-XFAIL = {
-    "strands/sdkpy__tests_integ__test_function_tools.py": NOT_FIXED_POINT,
-}
+# Causes of today's failures (none today: a fix that breaks a file adds it here with its cause).
+XFAIL: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")

@@ -35,6 +35,8 @@ XFAIL = {
         "venv and its permissive stub is no tool: AttributeError: Tool 'use_aws' not found",
     "corpus/strands/samples__03-integrations__aurora-DSQL__main.py":
         "its MCP server is started with `uvx`, which this machine lacks: MCPClientInitializationError",
+    "corpus/strands/samples__02-samples__03-aws-assistant-mcp__aws_cost_assistant.py":
+        "its MCP server is started with `uvx`, which this machine lacks: MCPClientInitializationError",
     # the fake policy
     "corpus/openai/oaa__examples__model_providers__litellm_auto.py": NO_STRUCTURED_OUTPUT.format("output_type=Result"),
     "fixtures/strands_agent/structured_output.py": NO_STRUCTURED_OUTPUT.format("structured_output_async"),
