@@ -10,12 +10,14 @@ from typing import Optional, Sequence
 
 import libcst as cst
 
+from codemods.base import ImportTable
 from codemods.rules._legacy_loop_analysis import Use, _walk, body_statements, is_docstring, params_of, reads
 from codemods.rules._legacy_loop_helpers import (  # noqa: F401 - re-exported: the imports rule (OM403) uses them
     LEGACY_HELPER_MODULES,
     LEGACY_HELPERS,
     inline_legacy_helpers,
 )
+from codemods.rules._legacy_loop_names import legacy_name
 from codemods.rules._legacy_loop_plan import REQUEST_LIMITS, RewritePlan, snake, stem  # noqa: F401 - re-exported
 from codemods.rules._legacy_loop_reward import RewardPlan
 
@@ -41,22 +43,21 @@ def _statement(text: str, module: cst.Module) -> cst.BaseStatement:
 # --------------------------------------------------------------------------------------------- the loop class
 
 
-def rewrite_class(plan: RewritePlan, module: cst.Module, legacy_names: dict[str, str]) -> cst.ClassDef:
+def rewrite_class(plan: RewritePlan, module: cst.Module, table: ImportTable) -> cst.ClassDef:
     """The loop class of ``plan`` as an ``AgentWorkflow`` (same name, members, control flow; the legacy API
-    translated). ``legacy_names``: local name → legacy name, for the annotations."""
-    return plan.facts.cls.visit(_ClassRewriter(plan, module, legacy_names))
+    translated). ``table``: the module's imports (legacy names in annotations, also as ``module.Name``)."""
+    return plan.facts.cls.visit(_ClassRewriter(plan, module, table))
 
 
 class _ClassRewriter(cst.CSTTransformer):
     """Applies a :class:`RewritePlan` to its class (see :func:`rewrite_class`)."""
 
-    def __init__(self, plan: RewritePlan, module: cst.Module, legacy_names: dict[str, str]) -> None:
+    def __init__(self, plan: RewritePlan, module: cst.Module, table: ImportTable) -> None:
         super().__init__()
-        self.plan, self.module = plan, module
+        self.plan, self.module, self.table = plan, module, table
         self.facts = plan.facts
         self.use: dict[int, Use] = {id(u.node): u for u in self.facts.uses}
         self.remove = plan.dropped | plan.reward.remove
-        self.annotation_names = {local: ANNOTATIONS[name] for local, name in legacy_names.items() if name in ANNOTATIONS}
         self.in_annotation = 0
         self.emptied: set[int] = set()  # ids of blocks this rewrite emptied (given `pass`)
         self.method_self: list[str] = []
@@ -77,16 +78,22 @@ class _ClassRewriter(cst.CSTTransformer):
         return updated
 
     def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
-        if self.in_annotation and original.value in self.annotation_names:
-            return _expr(self.annotation_names[original.value])
-        return updated
+        return self._annotation(original) or updated
+
+    def _annotation(self, original: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+        """What a legacy name in an annotation becomes (``RolloutRequest``, ``rollout.RolloutResult`` …)."""
+        if not self.in_annotation:
+            return None
+        qualified = self.table.resolve(original)
+        name = legacy_name(qualified) if qualified is not None else None
+        return _expr(ANNOTATIONS[name]) if name in ANNOTATIONS else None
 
     # -- the legacy API
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
         use = self.use.get(id(original))
         if use is None:
-            return updated
+            return self._annotation(original) or updated
         base = updated.value.value if use.on_request and isinstance(updated.value, cst.Attribute) else updated.value
         kind = use.kind
         if kind == "prompt":
@@ -210,6 +217,8 @@ class _ClassRewriter(cst.CSTTransformer):
         original = list(self.facts.cls.body.body) if isinstance(self.facts.cls.body, cst.IndentedBlock) else []
         name_at = next((i for i, s in enumerate(original) if self.facts.class_attrs.get("name") is s), None)
         at = (name_at + 1) if name_at is not None else (1 if body and is_docstring(body[0]) else 0)
+        if at < len(body) and not body[at].leading_lines:  # a blank line between them and what follows
+            body[at] = body[at].with_changes(leading_lines=[cst.EmptyLine(indent=False)])
         body[at:at] = stmts
         return block.with_changes(body=body)
 

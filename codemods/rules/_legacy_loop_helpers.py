@@ -320,9 +320,10 @@ def schemas_to_dicts(module: cst.Module, ctx: RuleContext, skip: Collection[str]
     top-level classes named in ``skip`` are left as they are."""
     table = ImportTable.of(module)
     local = {name: q.rpartition(".")[2] for name, q in table.names.items() if q in SCHEMA_CLASSES}
-    if not local or not ctx.used_names_among(module, local):
+    heads = [m for m, q in table.modules.items() if q.startswith("osmosis_ai")]  # `rollout.OpenAIFunctionSchema(…)`
+    if not ctx.used_names_among(module, [*local, *heads]):
         return module
-    swap = _SchemaDicts(local)
+    swap = _SchemaDicts(table)
     body = [s if isinstance(s, cst.ClassDef) and s.name.value in skip else s.visit(swap) for s in module.body]
     new = module.with_changes(body=body)
     if swap.calls or swap.annotations:
@@ -334,9 +335,9 @@ def schemas_to_dicts(module: cst.Module, ctx: RuleContext, skip: Collection[str]
 class _SchemaDicts(cst.CSTTransformer):
     """Schema class calls → dict displays, schema classes in annotations → ``dict`` (for :func:`schemas_to_dicts`)."""
 
-    def __init__(self, local: dict[str, str]) -> None:
+    def __init__(self, table: ImportTable) -> None:
         super().__init__()
-        self.local = local  # local name → schema class
+        self.table = table
         self.calls = 0
         self.annotations = 0
         self.in_annotation = 0
@@ -349,20 +350,29 @@ class _SchemaDicts(cst.CSTTransformer):
         self.in_annotation -= 1
         return updated
 
+    def schema(self, expr: cst.BaseExpression) -> Optional[str]:
+        """The schema class ``expr`` names (``OpenAIFunctionSchema``, ``rollout.OpenAIFunctionSchema`` …), else None."""
+        qualified = self.table.matches(expr, SCHEMA_CLASSES)
+        return qualified.rpartition(".")[2] if qualified else None
+
     def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
-        if self.in_annotation and original.value in self.local:
+        if self.in_annotation and self.schema(original):
             self.annotations += 1
             return updated.with_changes(value="dict")
         return updated
 
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+        if self.in_annotation and self.schema(original):
+            self.annotations += 1
+            return cst.Name("dict")
+        return updated
+
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
-        if not (isinstance(updated.func, cst.Name) and updated.func.value in self.local):
-            return updated
-        if any(a.keyword is None for a in updated.args):
-            return updated  # positional or ** arguments: the inlined builder takes the call
-        display = schema_display(updated, SCHEMA_FIELDS[self.local[updated.func.value]])
+        schema = self.schema(original.func)
+        if schema is None or any(a.keyword is None for a in updated.args):
+            return updated  # not a schema class, or positional / ** arguments: the inlined builder takes the call
         self.calls += 1
-        return display
+        return schema_display(updated, SCHEMA_FIELDS[schema])
 
 
 def schema_display(call: cst.Call, fields: Sequence[tuple[str, Optional[str]]]) -> cst.Dict:
@@ -553,11 +563,25 @@ def _last_assistant_text(messages):
     return ""
 '''
 
+_BOUND_WORKFLOW = f'''\
+def _bound_workflow(cls, *args, **kwargs):
+    """The workflow ``cls`` as LocalBackend builds it per rollout, ``cls(config)``, with the arguments its
+    ``__init__`` takes (the legacy loop was built once with them). {_BY}"""
+
+    class Bound(cls):
+        def __init__(self, config=None):
+            super().__init__(*args, **kwargs, config=config)
+
+    Bound.__name__ = Bound.__qualname__ = cls.__name__
+    return Bound
+'''
+
 #: generated helper → the names it defines (a rewrite refuses when one of them is taken by the user's code)
 LOOP_HELPERS: dict[str, tuple[str, ...]] = {
     "_chat": ("_chat", "_ChatResult", "_tool_dict"),
     "_sample": ("_sample", "_Sample"),
     "_last_assistant_text": ("_last_assistant_text",),
+    "_bound_workflow": ("_bound_workflow",),
 }
 
 
@@ -573,6 +597,8 @@ def loop_helper_statements(
         texts.append(_SAMPLE_02 if target == "0.2" else _SAMPLE_03)
     if "_last_assistant_text" in wanted:
         texts.append(_LAST_ASSISTANT_TEXT)
+    if "_bound_workflow" in wanted:
+        texts.append(_BOUND_WORKFLOW)
     ind, nl = module.default_indent, module.default_newline
     return [stmt.with_changes(leading_lines=[cst.EmptyLine(indent=False)] * 2)
             for text in texts for stmt in parsed_statements(text, ind, nl)]

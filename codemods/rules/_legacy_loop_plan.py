@@ -115,12 +115,11 @@ NO_REWARD = (
 def serve_note(facts: LoopFacts, grader: str) -> str:
     """The OM397 text: how to serve a workflow whose ``__init__`` takes arguments (LocalBackend builds it as
     ``cls(config)``)."""
-    required = ", ".join(f"<{n}>" for n in facts.init_required)
-    args = f"{required}, config=config" if required else "config=config"
+    args = "".join(f", <{n}>" for n in facts.init_required)
     needs = f"needs {', '.join(facts.init_required)}" if facts.init_required else "takes arguments"
     return (f"LocalBackend builds a workflow per rollout as {facts.name}(config), but {facts.name}.__init__ {needs}: "
-            f"serve it through a factory, LocalBackend(workflow=lambda config=None: {facts.name}({args}), "
-            f"grader={grader}, …)")
+            f"serve it as LocalBackend(workflow=_bound_workflow({facts.name}{args}), grader={grader}, …) "
+            "with the arguments it is to be built with")
 
 
 def _helpers(facts: LoopFacts, reward: RewardPlan, target: str) -> list[str]:
@@ -131,6 +130,8 @@ def _helpers(facts: LoopFacts, reward: RewardPlan, target: str) -> list[str]:
         out.append("_sample")
     if reward.mode == "none":
         out.append("_last_assistant_text")
+    if facts.init_params:
+        out.append("_bound_workflow")
     return out
 
 

@@ -457,7 +457,7 @@ class _Migration:
         helpers = [h for h in plan.helpers if h not in self.helpers_written]
         self.helpers_written.update(helpers)
         stmts: list[cst.BaseStatement] = loop_helper_statements(helpers, self.module, plan.target, self.legacy_errors())
-        new_cls = rewrite_class(plan, self.module, self.legacy_locals)
+        new_cls = rewrite_class(plan, self.module, self.table)
         if stmts:  # the helpers go first, with the class's comments; the class follows them
             stmts[0] = stmts[0].with_changes(leading_lines=cls.leading_lines)
             new_cls = new_cls.with_changes(leading_lines=[cst.EmptyLine(indent=False)] * 2)
@@ -544,12 +544,12 @@ class _Migration:
         return stmt.with_changes(leading_lines=list(leading))
 
     def workflow_expr(self, site: _Site, plan: RewritePlan) -> str:
-        """The class LocalBackend builds per rollout as ``cls(config)``, or a factory binding the arguments the
-        module built its instance with (its ``__init__`` takes them before ``config``)."""
+        """The class LocalBackend builds per rollout as ``cls(config)``, or — its ``__init__`` takes arguments — a
+        subclass binding those the module built its instance with (``_bound_workflow``, generated)."""
         if not plan.facts.init_params:
             return site.class_name
         args = [self.module.code_for_node(a).strip().rstrip(",") for a in (site.build.args if site.build else [])]
-        return f"lambda config=None: {site.class_name}({', '.join([*args, 'config=config'])})"
+        return f"_bound_workflow({', '.join([site.class_name, *args])})"
 
     def loop_name(self, class_name: str) -> str:
         for s in self.module.body:
