@@ -11,7 +11,7 @@ from typing import Optional, Sequence
 import libcst as cst
 
 from codemods.base import ImportTable
-from codemods.rules._legacy_loop_analysis import Use, _walk, body_statements, is_docstring, params_of, reads
+from codemods.rules._legacy_loop_analysis import Use, _walk, body_statements, is_docstring, params_of, reads, src
 from codemods.rules._legacy_loop_helpers import (  # noqa: F401 - re-exported: the imports rule (OM403) uses them
     LEGACY_HELPER_MODULES,
     LEGACY_HELPERS,
@@ -60,6 +60,7 @@ class _ClassRewriter(cst.CSTTransformer):
         self.remove = plan.dropped | plan.reward.remove
         self.in_annotation = 0
         self.emptied: set[int] = set()  # ids of blocks this rewrite emptied (given `pass`)
+        self.removed_loops: set[int] = set()  # ids of (original) for loops that went with their emptied body
         self.method_self: list[str] = []
 
     # -- scopes
@@ -153,22 +154,42 @@ class _ClassRewriter(cst.CSTTransformer):
         return updated
 
     def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock) -> cst.IndentedBlock:
-        if updated.body and original.body and id(original.body[0]) in self.remove:
-            # the block's first statement went: the next one does not start it with a blank line
-            first = updated.body[0]
-            kept = list(first.leading_lines)
-            while kept and kept[0].comment is None:
-                kept.pop(0)
-            return updated.with_changes(body=[first.with_changes(leading_lines=kept), *updated.body[1:]])
-        if updated.body or not original.body:
+        gone = self.remove | self.removed_loops
+        if not any(id(s) in gone for s in original.body):
             return updated
-        block = updated.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])
+        body, footer = self._carry_comments(original, updated, gone)
+        if body and id(original.body[0]) in gone and not any(line.comment for line in body[0].leading_lines):
+            # the block's first statement went: the next one does not start it with a blank line
+            body[0] = body[0].with_changes(leading_lines=[])
+        if body:
+            return updated.with_changes(body=body, footer=[*footer, *updated.footer])
+        block = updated.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])], footer=[*footer, *updated.footer])
         self.emptied.add(id(block))
         return block
+
+    def _carry_comments(
+        self, original: cst.IndentedBlock, updated: cst.IndentedBlock, gone: set[int]
+    ) -> tuple[list[cst.BaseStatement], list[cst.EmptyLine]]:
+        """The block's statements, the comments above a dropped statement (``ctx.log_event``, …) kept with a note
+        on the next one (or at the block's end): they described it. Moved reward code took its comments along."""
+        kept = iter(updated.body)
+        body: list[cst.BaseStatement] = []
+        pending: list[cst.EmptyLine] = []
+        for stmt in original.body:
+            if id(stmt) not in gone:
+                new = next(kept)
+                body.append(new.with_changes(leading_lines=[*pending, *new.leading_lines]) if pending else new)
+                pending = []
+            elif id(stmt) not in self.plan.reward.remove and any(line.comment for line in stmt.leading_lines):
+                what = src(stmt.with_changes(leading_lines=[]), 40)
+                note = f"# osmosis-migrate: `{what}` dropped (osmosis-ai 0.3 keeps no per-rollout metrics or debug log)"
+                pending += [*stmt.leading_lines, cst.EmptyLine(comment=cst.Comment(note))]
+        return body, pending
 
     def leave_For(self, original: cst.For, updated: cst.For):  # type: ignore[override]
         # a loop that only recorded metrics (`for _ in calls: ctx.record_tool_call(…)`) goes with them
         if id(updated.body) in self.emptied and updated.orelse is None and isinstance(updated.iter, (cst.Name, cst.Attribute)):
+            self.removed_loops.add(id(original))
             return cst.RemoveFromParent()
         return updated
 
