@@ -5,6 +5,7 @@ places the plan lists change. Generated text is rendered in the module's own ind
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Optional, Sequence
 
@@ -32,12 +33,19 @@ ANNOTATIONS = {
 }
 
 
+@functools.lru_cache(maxsize=256)
 def _expr(text: str) -> cst.BaseExpression:
+    """A parsed expression, once per text (libcst nodes are immutable: sharing them is safe; parsing is not cheap)."""
     return cst.parse_expression(text)
 
 
 def _statement(text: str, module: cst.Module) -> cst.BaseStatement:
-    return cst.parse_statement(text + module.default_newline, config=module.config_for_parsing)
+    return _parsed_statement(text, module.default_newline)
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed_statement(text: str, newline: str) -> cst.BaseStatement:
+    return cst.parse_statement(text + newline)
 
 
 # --------------------------------------------------------------------------------------------- the loop class

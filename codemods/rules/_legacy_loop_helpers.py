@@ -320,11 +320,14 @@ def schemas_to_dicts(module: cst.Module, ctx: RuleContext, skip: Collection[str]
     top-level classes named in ``skip`` are left as they are."""
     table = ImportTable.of(module)
     local = {name: q.rpartition(".")[2] for name, q in table.names.items() if q in SCHEMA_CLASSES}
-    heads = [m for m, q in table.modules.items() if q.startswith("osmosis_ai")]  # `rollout.OpenAIFunctionSchema(…)`
-    if not ctx.used_names_among(module, [*local, *heads]):
+    heads = {m for m, q in table.modules.items() if q.startswith("osmosis_ai")}  # `rollout.OpenAIFunctionSchema(…)`
+    wanted = set(local) | heads
+    if not ctx.used_names_among(module, wanted):
         return module
     swap = _SchemaDicts(table)
-    body = [s if isinstance(s, cst.ClassDef) and s.name.value in skip else s.visit(swap) for s in module.body]
+    # only the statements that name a schema class are transformed (a whole-module transform cost more than the rule)
+    body = [s if isinstance(s, cst.ClassDef) and s.name.value in skip or not ctx.statement_names(s) & wanted
+            else s.visit(swap) for s in module.body]
     new = module.with_changes(body=body)
     if swap.calls or swap.annotations:
         ctx.edit("OM305", 0, f"legacy tool schema classes → the dicts they serialised to ({swap.calls} call(s), "

@@ -54,7 +54,11 @@ def test_fixture_snapshot(path, strategy, target, snapshot):
     assert render(path, strategy, target) == snapshot
 
 
-@pytest.mark.parametrize(("path", "strategy", "target"), CASES, ids=[f"{fixture_id(p)}[{s}-{t}]" for p, s, t in CASES])
+FIXED_POINT = [c for c in CASES if c[2] == "0.3"]  # target 0.2: test_properties.py (every fixture)
+
+
+@pytest.mark.parametrize(("path", "strategy", "target"), FIXED_POINT,
+                         ids=[f"{fixture_id(p)}[{s}-{t}]" for p, s, t in FIXED_POINT])
 def test_output_parses_and_is_a_fixed_point_with_every_rule(path, strategy, target):
     first = migrate_source(path.read_text(), strategy=strategy, target=target)
     ast.parse(first.new_text)
@@ -132,7 +136,9 @@ def test_the_legacy_api_is_translated_in_place():
     assert "tools = self.get_tools(None)" in run and "result = await _chat(messages, tools)" in run
     assert "messages = list(ctx.prompt)" in run and "range(self.max_turns)" in run
     assert "total_tokens >= self.max_tokens_total" in run and run.rstrip().endswith("return messages")
-    assert "ctx.log_event" not in run and "ctx.record_tool_call" not in run
+    code = "\n".join(line for line in run.splitlines() if not line.strip().startswith("#"))
+    assert "ctx.log_event" not in code and "ctx.record_tool_call" not in code
+    assert "# osmosis-migrate: `ctx.log_event(\"pre_llm\", turn=turn, num…` dropped" in run  # its comment stays
     assert "class CalculatorAgent(AgentWorkflow):" in out and "    max_turns = 10\n    max_tokens_total = 8192\n" in out
 
 
