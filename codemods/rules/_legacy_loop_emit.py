@@ -15,6 +15,7 @@ from codemods.base import ImportTable
 from codemods.rules._legacy_loop_analysis import Use, _walk, body_statements, is_docstring, params_of, reads, src
 from codemods.rules._legacy_loop_helpers import (  # noqa: F401 - re-exported: the imports rule (OM403) uses them
     LEGACY_HELPER_MODULES,
+    AnnotationAware,
     LEGACY_HELPERS,
     inline_legacy_helpers,
 )
@@ -57,7 +58,7 @@ def rewrite_class(plan: RewritePlan, module: cst.Module, table: ImportTable) -> 
     return plan.facts.cls.visit(_ClassRewriter(plan, module, table))
 
 
-class _ClassRewriter(cst.CSTTransformer):
+class _ClassRewriter(AnnotationAware):
     """Applies a :class:`RewritePlan` to its class (see :func:`rewrite_class`)."""
 
     def __init__(self, plan: RewritePlan, module: cst.Module, table: ImportTable) -> None:
@@ -66,7 +67,6 @@ class _ClassRewriter(cst.CSTTransformer):
         self.facts = plan.facts
         self.use: dict[int, Use] = {id(u.node): u for u in self.facts.uses}
         self.remove = plan.dropped | plan.reward.remove
-        self.in_annotation = 0
         self.emptied: set[int] = set()  # ids of blocks this rewrite emptied (given `pass`)
         self.removed_loops: set[int] = set()  # ids of (original) for loops that went with their emptied body
         self.method_self: list[str] = []
@@ -77,14 +77,6 @@ class _ClassRewriter(cst.CSTTransformer):
         names = params_of(node)
         self.method_self.append(names[0] if names else "self")
         return True
-
-    def visit_Annotation(self, node: cst.Annotation) -> bool:
-        self.in_annotation += 1
-        return True
-
-    def leave_Annotation(self, original: cst.Annotation, updated: cst.Annotation) -> cst.Annotation:
-        self.in_annotation -= 1
-        return updated
 
     def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
         return self._annotation(original) or updated

@@ -335,14 +335,11 @@ def schemas_to_dicts(module: cst.Module, ctx: RuleContext, skip: Collection[str]
     return new
 
 
-class _SchemaDicts(cst.CSTTransformer):
-    """Schema class calls → dict displays, schema classes in annotations → ``dict`` (for :func:`schemas_to_dicts`)."""
+class AnnotationAware(cst.CSTTransformer):
+    """A transformer that knows whether it is inside an annotation (``in_annotation``: the nesting depth)."""
 
-    def __init__(self, table: ImportTable) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.table = table
-        self.calls = 0
-        self.annotations = 0
         self.in_annotation = 0
 
     def visit_Annotation(self, node: cst.Annotation) -> bool:
@@ -352,6 +349,16 @@ class _SchemaDicts(cst.CSTTransformer):
     def leave_Annotation(self, original: cst.Annotation, updated: cst.Annotation) -> cst.Annotation:
         self.in_annotation -= 1
         return updated
+
+
+class _SchemaDicts(AnnotationAware):
+    """Schema class calls → dict displays, schema classes in annotations → ``dict`` (for :func:`schemas_to_dicts`)."""
+
+    def __init__(self, table: ImportTable) -> None:
+        super().__init__()
+        self.table = table
+        self.calls = 0
+        self.annotations = 0
 
     def schema(self, expr: cst.BaseExpression) -> Optional[str]:
         """The schema class ``expr`` names (``OpenAIFunctionSchema``, ``rollout.OpenAIFunctionSchema`` …), else None."""
