@@ -338,6 +338,17 @@ class Rule(ABC):
     name: ClassVar[str]
     summary: ClassVar[str]
     trigger_words: ClassVar[tuple[str, ...]]
+    # the rule reads cross-file facts (codemods.analysis.repo): the driver builds them for a run over a tree and
+    # adds the files that import a candidate of this rule
+    uses_repo: ClassVar[bool] = False
+
+    @classmethod
+    def offers(cls, tree: cst.Module, table: "ImportTable", ctx: "RuleContext", module: str,
+               names: Sequence[str]) -> dict[str, Any]:
+        """What the module ``tree`` (importable as ``module``) offers other files of the run for ``names`` they
+        import from it: name → :class:`codemods.analysis.repo.Verdict`. Rules that write rollout versions of shared
+        names override this; the default offers nothing."""
+        return {}
 
     @classmethod
     def family(cls) -> str:

@@ -245,7 +245,7 @@ def migrate_file(
     if b"osmosis-migrate: skip-file" in data:
         return FileResult(path, STATUS_OPTED_OUT)
     extra = repo is not None and os.path.abspath(path) in getattr(repo, "extra", ())
-    wanted = [r for r in rules if _wants(data, r) or (extra and getattr(r, "uses_repo", False))]
+    wanted = [r for r in rules if _wants(data, r) or (extra and r.uses_repo)]
     if not wanted:
         return FileResult(path, STATUS_PREFILTERED)
     try:
@@ -356,11 +356,11 @@ def run_many(
     _check_target(target)
     todo, results = candidates(paths, rules)
     repo = None
-    if any(getattr(r, "uses_repo", False) for r in rules):
+    if any(r.uses_repo for r in rules):
         # facts that cross files (libcst FullRepoManager over the candidates and the files importing them)
         from codemods.analysis.repo import build_repo_facts
 
-        repo_rules = [r for r in rules if getattr(r, "uses_repo", False)]
+        repo_rules = [r for r in rules if r.uses_repo]
         wanted = [p for p in todo if _wants(Path(p).read_bytes(), *repo_rules)]
         repo = build_repo_facts(paths, wanted, repo_rules, target=target)
         if repo.extra:

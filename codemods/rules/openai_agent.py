@@ -2,7 +2,7 @@
 ``AgentWorkflow``.
 
 The four steps of seeds/openai-agents-integration.md ("Migrating from OpenAI Agents SDK"), made safe by the
-program model (:mod:`codemods.analysis.program`; the shared emitter is :mod:`codemods.wrap`):
+engine (:mod:`codemods.plain`: analysis → plan → emit):
 
 1. ``Agent(…)`` / ``Agent[Ctx](…)`` → ``OsmosisAgent(…)`` (OM202), imports updated (OM204);
 2. whatever the model was — a string, a variable or module-level name holding one, a ``LitellmModel(...)`` /
@@ -25,18 +25,24 @@ module, OM295 no grader.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import libcst as cst
 
+from codemods import codes
 from codemods.analysis.body import RunShape, RunSite, code
-from codemods.analysis.program import CtorPlan, RunPlan, SessionPlan
+from codemods.analysis.repo import Verdict
 from codemods.base import ImportTable, Rule, RuleContext
+from codemods.framework import Framework
+from codemods.osmosis_api import CTX_PROMPT
+from codemods.plain import migrate_plain
+from codemods.plan.model import CtorPlan, RunPlan, SessionPlan
+from codemods.plan.offers import offers_of
+from codemods.syntax import kwarg, with_kwarg, without_kwarg
 from codemods.visit import visit as fast_visit
-from codemods.wrap import CTX_PROMPT, Framework, kwarg, migrate_plain, with_kwarg, without_kwarg
 
 if TYPE_CHECKING:
-    from codemods.analysis.program import _Planner
+    from codemods.plan.planner import DriverPlanner
 
 OAI_MOD = "osmosis_ai.rollout.integrations.agents.openai_agents"
 AGENT_CTORS = ("agents.Agent", "agents.agent.Agent")
@@ -56,7 +62,8 @@ TOOL_DECORATORS = (
 
 
 class OpenAIFramework(Framework):
-    code = "OM200"
+    code = codes.OPENAI.base.code
+    codes = codes.OPENAI
     agent_ctors = AGENT_CTORS
     osmosis_agent = (OAI_MOD, "OsmosisAgent")
     label = "OpenAI Agents"
@@ -106,7 +113,7 @@ class OpenAIFramework(Framework):
         return None
 
     # -- planning
-    def plan_model(self, ctor: cst.Call, planner: "_Planner", nested: Optional[str]):
+    def plan_model(self, ctor: cst.Call, planner: "DriverPlanner", nested: Optional[str]):
         hosted = self._hosted_tools(ctor)
         if hosted:
             return CtorPlan(), (
@@ -184,7 +191,7 @@ class OpenAIFramework(Framework):
         self.need(OAI_MOD, "OsmosisRolloutModel")
         return cst.Call(func=cst.Name("OsmosisRolloutModel"))
 
-    def plan_run(self, run: RunSite, rp: RunPlan, planner: "_Planner") -> Optional[str]:
+    def plan_run(self, run: RunSite, rp: RunPlan, planner: "DriverPlanner") -> Optional[str]:
         shape = run.shape
         who = run.agent or code(shape.agent)
         if shape.method == "run_sync":
@@ -244,7 +251,7 @@ class OpenAIFramework(Framework):
         rp.session = var
         return None
 
-    def _user_session(self, run: RunSite, rp: RunPlan, planner: "_Planner") -> Optional[str]:
+    def _user_session(self, run: RunSite, rp: RunPlan, planner: "DriverPlanner") -> Optional[str]:
         """The program passes its own session: the object becomes an OsmosisMemorySession where it is built."""
         p = planner.p
         sess = run.shape.session
@@ -281,7 +288,7 @@ class OpenAIFramework(Framework):
                     "run() — build an OsmosisMemorySession there by hand")
         return f"it passes `session={sess.value}`, which is not a session object built here"
 
-    def _resumed_from(self, run: RunSite, planner: "_Planner") -> Optional[str]:
+    def _resumed_from(self, run: RunSite, planner: "DriverPlanner") -> Optional[str]:
         """The session of the run a ``RunState`` input continues (``state = result.to_state()``); "" when the state
         may come from runs with different sessions (the caller refuses)."""
         inp = run.shape.input_arg.value if run.shape.input_arg is not None else None
@@ -309,7 +316,7 @@ class OpenAIFramework(Framework):
             return None
         return found.pop() if len(found) == 1 else ""
 
-    def plan_samples(self, planner: "_Planner") -> Optional[str]:
+    def plan_samples(self, planner: "DriverPlanner") -> Optional[str]:
         p = planner.p
         if not self.target.startswith("0.3"):
             return None
@@ -345,14 +352,14 @@ class OpenAIFramework(Framework):
         what = "run" + (" (Runner.run_sync → awaited Runner.run)" if rp.method == "run" else "")
         detail = {"prompt": "with the rollout prompt", "sub": "with the prompt's text in its template",
                   "keep": "input kept"}.get(rp.input, "")
-        self.ctx.edit("OM205", self.where, f"{what} of `{run.agent or code(run.shape.agent)}` {detail}"
+        self.ctx.edit(codes.OPENAI.run.code, self.where, f"{what} of `{run.agent or code(run.shape.agent)}` {detail}"
                       + (f", session `{rp.session}`" if rp.session else ""))
         return cst.Await(expression=new) if rp.await_it else new
 
     def write_ctor(self, call: cst.Call, plan: CtorPlan) -> cst.Call:
         new = super().write_ctor(call, plan)
         note = f" (model: {plan.model_note} → OsmosisRolloutModel())" if plan.model is not None and plan.model_note else ""
-        self.ctx.edit("OM202", self.where, f"OpenAI Agents Agent → OsmosisAgent{note}")
+        self.ctx.edit(codes.OPENAI.agent.code, self.where, f"OpenAI Agents Agent → OsmosisAgent{note}")
         return new
 
     def session_ctor(self, sp: SessionPlan) -> cst.Call:
@@ -366,12 +373,12 @@ class OpenAIFramework(Framework):
 
     def session_stmt(self, sp: SessionPlan) -> cst.SimpleStatementLine:
         what = f'named "{sp.name}"' if sp.name and not self.target.startswith("0.3") else "a fresh one each pass" if sp.name is None else "one per rollout"
-        self.ctx.edit("OM206", self.where, f"session `{sp.var}` for the rollout sample ({what})")
+        self.ctx.edit(codes.OPENAI.session.code, self.where, f"session `{sp.var}` for the rollout sample ({what})")
         return cst.SimpleStatementLine(body=[cst.Assign(
             targets=[cst.AssignTarget(cst.Name(sp.var))], value=self.session_ctor(sp))])
 
 
-def _sync_helper(planner: "_Planner") -> bool:
+def _sync_helper(planner: "DriverPlanner") -> bool:
     func = planner.d.func
     return planner.d.kind == "helper" and func is not None and func.asynchronous is None
 
@@ -379,7 +386,7 @@ def _sync_helper(planner: "_Planner") -> bool:
 SESSION_METHODS = {"get_items", "add_items", "pop_item", "clear_session", "session_id", "session_settings"}
 
 
-def _session_uses_beyond_abc(planner: "_Planner", var: str) -> Optional[str]:
+def _session_uses_beyond_abc(planner: "DriverPlanner", var: str) -> Optional[str]:
     """The first attribute of session ``var`` the code uses that is not part of the Session protocol."""
     found: list[str] = []
     for stmt in planner.d.stmts:
@@ -415,12 +422,19 @@ def _assigns(stmt: cst.CSTNode, var: str) -> bool:
 class OpenAIAgentRule(Rule):
     """Plain OpenAI Agents SDK agents → OsmosisAgent + OsmosisMemorySession in an AgentWorkflow."""
 
-    code = "OM200"
+    code = codes.OPENAI.base.code
     name = "openai-agent"
     summary = "agents.Agent + Runner.run → OsmosisAgent(model=OsmosisRolloutModel()) + OsmosisMemorySession in AgentWorkflow.run()"
     trigger_words = ("from agents", "import agents")
 
     uses_repo = True  # cross-file facts (codemods.analysis.repo): the driver builds them for a run over a tree
+
+    @classmethod
+    def offers(cls, tree: cst.Module, table: ImportTable, ctx: RuleContext, module: str,
+               names: Sequence[str]) -> dict[str, Verdict]:
+        """What ``tree`` offers other files of the run (:func:`codemods.plan.offers.offers_of`)."""
+        fw = cls.framework(table, ctx)
+        return {} if fw is None else offers_of(tree, fw, module, names)
 
     @classmethod
     def framework(cls, table: ImportTable, ctx: RuleContext) -> Optional[OpenAIFramework]:
