@@ -20,6 +20,8 @@ from typing import Collection, Optional, Sequence
 
 import libcst as cst
 
+from codemods import codes
+
 from codemods.base import ImportTable, RuleContext
 from codemods.rules._legacy_loop_imports import edit_imports
 
@@ -237,7 +239,7 @@ def legacy_helper_statements(names: Sequence[str], module: cst.Module) -> list[c
 
 
 def inline_legacy_helpers(
-    module: cst.Module, ctx: RuleContext, code: str = "OM304", *, extra: Sequence[str] = (),
+    module: cst.Module, ctx: RuleContext, code: str = codes.LEGACY_IMPORTS.code, *, extra: Sequence[str] = (),
     skip: Collection[str] = (),
 ) -> cst.Module:
     """Legacy SDK helpers the file still calls (get_tool_call_info, create_tool_result, the tool errors, …) are
@@ -315,7 +317,7 @@ SCHEMA_CLASSES = tuple(f"{m}.{c}" for m in _SCHEMA_MODULES for c in SCHEMA_FIELD
 def schemas_to_dicts(module: cst.Module, ctx: RuleContext, skip: Collection[str] = ()) -> cst.Module:
     """Calls of the legacy schema classes with keyword arguments become the dict displays they serialised to
     (same layout: each argument becomes an entry with its own comma and whitespace; omitted defaults are added,
-    literal ``None`` fields left out, fields the model ignored dropped), and the classes in annotations become
+    literal ``None`` fields left out, other keywords kept as written), and the classes in annotations become
     ``dict`` (OM305). Other calls (positional or ``**`` arguments) are left for the inlined dict builders; the
     top-level classes named in ``skip`` are left as they are."""
     table = ImportTable.of(module)
@@ -330,8 +332,9 @@ def schemas_to_dicts(module: cst.Module, ctx: RuleContext, skip: Collection[str]
             else s.visit(swap) for s in module.body]
     new = module.with_changes(body=body)
     if swap.calls or swap.annotations:
-        ctx.edit("OM305", 0, f"legacy tool schema classes → the dicts they serialised to ({swap.calls} call(s), "
-                 f"{swap.annotations} annotation(s) → dict)")
+        msg = (f"legacy tool schema classes → the dicts they serialised to ({swap.calls} call(s), {swap.annotations} "
+               "annotation(s) → dict)")
+        ctx.edit(codes.LEGACY_TOOLS.code, 0, msg)
     return new
 
 
@@ -386,14 +389,17 @@ class _SchemaDicts(AnnotationAware):
 
 
 def schema_display(call: cst.Call, fields: Sequence[tuple[str, Optional[str]]]) -> cst.Dict:
-    """The dict display for ``call`` (keyword arguments only): fields in model order, defaults added with the
-    separator the call used, ``None`` arguments left out."""
+    """The dict display for ``call`` (keyword arguments only): the model's fields in model order, defaults added
+    with the separator the call used, ``None`` arguments left out; other keywords (``items``, ``additionalProperties``
+    …) follow as written — osmosis-compat's legacy models keep such keys, and the migrated dict goes to the model."""
     given = {a.keyword.value: a for a in call.args if a.keyword is not None}
     commas = [a.comma for a in call.args if isinstance(a.comma, cst.Comma)]
     sep = commas[0] if commas and len(call.args) > 1 else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    known = dict(fields)
+    keys = [*known, *(k for k in given if k not in known)]
     entries: list[cst.DictElement] = []
-    for key, default in fields:
-        arg = given.get(key)
+    for key in keys:
+        arg, default = given.get(key), known.get(key)
         if arg is not None and isinstance(arg.value, cst.Name) and arg.value.value == "None":
             continue
         if arg is None and default is None:

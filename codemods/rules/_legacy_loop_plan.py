@@ -13,6 +13,8 @@ from typing import Optional
 
 import libcst as cst
 
+from codemods import codes
+
 from codemods.rules._legacy_loop_analysis import LoopFacts, _walk, parents_of, reads, src
 from codemods.rules._legacy_loop_helpers import LOOP_HELPERS
 from codemods.rules._legacy_loop_reward import RewardPlan, label_read, plan_reward
@@ -99,9 +101,9 @@ def plan_rewrite(
     if facts.init_params and not served:
         plan.serve_note = serve_note(facts, grader)
     if reward.note is not None:
-        plan.reward_todo = ("OM393", reward.note)
+        plan.reward_todo = (codes.LEGACY_REWARD_MIXED.code, reward.note)
     elif reward.mode == "none":
-        plan.reward_todo = ("OM394", NO_REWARD)
+        plan.reward_todo = (codes.LEGACY_NO_REWARD.code, NO_REWARD)
     return plan
 
 

@@ -40,6 +40,8 @@ from typing import Optional
 
 import libcst as cst
 
+from codemods import codes
+
 from codemods.base import (
     ImportTable,
     Rule,
@@ -108,7 +110,7 @@ class _Decision:
 class LegacyLoopRule(Rule):
     """RolloutAgentLoop → AgentWorkflow + Grader (the loop's own code, the legacy API translated), or a wrap."""
 
-    code = "OM300"
+    code = codes.LEGACY.code
     name = "legacy-loop"
     summary = "RolloutAgentLoop → AgentWorkflow + Grader (the loop's code kept, its legacy API translated) or a wrap"
     trigger_words = ("RolloutAgentLoop",)
@@ -374,8 +376,8 @@ class _Migration:
                          and dotted_name(s.body[0].value.func) == "loop_as_workflow"))
         reason = ("this module now defines several workflows; the platform's discovery wants exactly one "
                   "AgentWorkflow per entrypoint module: move the others to their own modules")
-        body[first] = with_todo_comment(body[first], "OM392", reason)
-        self.ctx.todo("OM392", 0, reason)
+        body[first] = with_todo_comment(body[first], codes.LEGACY_PLACEMENT.code, reason)
+        self.ctx.todo(codes.LEGACY_PLACEMENT.code, 0, reason)
         return body
 
     def process(
@@ -398,11 +400,11 @@ class _Migration:
                           "osmosis-migrate can migrate it, or wrap it by hand with osmosis_compat.adapters."
                           "loop_as_workflow (the wrap keeps it running on osmosis-compat only, not on the real "
                           "osmosis-ai)")
-                out.append(with_todo_comment(stmt, "OM392", reason))
-                self.ctx.todo("OM392", stmt, "RolloutAgentLoop subclass defined inside a function")
+                out.append(with_todo_comment(stmt, codes.LEGACY_PLACEMENT.code, reason))
+                self.ctx.todo(codes.LEGACY_PLACEMENT.code, stmt, "RolloutAgentLoop subclass defined inside a function")
             elif top and id(stmt) in wrap_lines:
                 cname, var = wrap_lines[id(stmt)]
-                out += [stmt, with_todo_comment(wrap_statement(cname, var, self.module), "OM395", WRAP_TODO)]
+                out += [stmt, with_todo_comment(wrap_statement(cname, var, self.module), codes.LEGACY_WRAP_NOTE.code, WRAP_TODO)]
             elif id(stmt) in var_stmts:
                 site = var_stmts[id(stmt)]
                 out.append(self.backend_for(site, decisions[site.class_name], stmt.leading_lines))
@@ -423,7 +425,7 @@ class _Migration:
                 new_stmt = new_stmt.with_changes(leading_lines=[])
             new_stmt = new_stmt.visit(_SwapCall(site.call, server_call(self.backends[id(site)])))
             self.removed_refs.add("create_app")
-            self.ctx.edit("OM303", stmt, f"create_app({site.var or site.class_name + '(…)'}) → "
+            self.ctx.edit(codes.LEGACY_SERVING.code, stmt, f"create_app({site.var or site.class_name + '(…)'}) → "
                           "create_rollout_server(backend=LocalBackend(...))")
             if site.other:
                 reason = (
@@ -432,8 +434,8 @@ class _Migration:
                     "create_rollout_server(lifespan=...); settings/record_ttl_seconds/debug_dir/api_key: "
                     "see docs/migrate.md"
                 )
-                new_stmt = with_todo_comment(new_stmt, "OM391", reason)
-                self.ctx.todo("OM391", stmt, reason)
+                new_stmt = with_todo_comment(new_stmt, codes.LEGACY_APP_ARGS.code, reason)
+                self.ctx.todo(codes.LEGACY_APP_ARGS.code, stmt, reason)
         self.needed += [(ROLLOUT, "LocalBackend"),
                         (SERVER_03 if self.ctx.target == "0.3" else ROLLOUT, "create_rollout_server")]
         return [*out, new_stmt]
@@ -448,7 +450,7 @@ class _Migration:
         name = cls.name.value
         if d.kind == "todo":
             return [self.refuse(cls, d.reason)]
-        cls = without_todo_comments(cls, "OM390")  # a loop refused by an earlier run is migrated now
+        cls = without_todo_comments(cls, codes.LEGACY_NOT_REWRITTEN.code)  # a loop refused by an earlier run is migrated now
         self.removed_refs.update(n.value for n in _walk(cls) if isinstance(n, cst.Name))
         if d.kind == "wrap":
             return self.wrap(cls)
@@ -464,8 +466,8 @@ class _Migration:
         else:
             new_cls = new_cls.with_changes(leading_lines=cls.leading_lines)
         if plan.serve_note is not None:
-            new_cls = with_todo_comment(new_cls, "OM397", plan.serve_note)
-            self.ctx.todo("OM397", cls, plan.serve_note)
+            new_cls = with_todo_comment(new_cls, codes.LEGACY_SERVE.code, plan.serve_note)
+            self.ctx.todo(codes.LEGACY_SERVE.code, cls, plan.serve_note)
         grader = grader_class(plan, self.module).with_changes(leading_lines=[cst.EmptyLine(indent=False)] * 2)
         if plan.reward_todo is not None:
             code, text = plan.reward_todo
@@ -473,7 +475,7 @@ class _Migration:
             self.ctx.todo(code, cls, text)
         self.needed += [(ROLLOUT, n) for n in REWRITE_IMPORTS if n not in ("LocalBackend", "create_rollout_server",
                                                                         "AgentWorkflowConfig", "ConcurrencyConfig")]
-        self.ctx.edit("OM301", cls, self.rewrite_message(plan))
+        self.ctx.edit(codes.LEGACY_REWRITTEN.code, cls, self.rewrite_message(plan))
         return [*stmts, new_cls, grader]
 
     def legacy_errors(self) -> bool:
@@ -499,23 +501,23 @@ class _Migration:
             text = (f"not rewritten: {reason}. Port it to an AgentWorkflow + Grader by hand, or run "
                     "osmosis-migrate --strategy wrap to serve it unchanged through loop_as_workflow — the file "
                     "then needs osmosis-compat installed, not osmosis-ai alone")
-        self.ctx.todo("OM390", cls, text)
-        if has_todo_comment(cls, "OM390") and with_todo_comment(cls, "OM390", text) is not cls:
-            cls = without_todo_comments(cls, "OM390")  # refused for another reason now: the old one goes
-        return with_todo_comment(cls, "OM390", text)
+        self.ctx.todo(codes.LEGACY_NOT_REWRITTEN.code, cls, text)
+        if has_todo_comment(cls, codes.LEGACY_NOT_REWRITTEN.code) and with_todo_comment(cls, codes.LEGACY_NOT_REWRITTEN.code, text) is not cls:
+            cls = without_todo_comments(cls, codes.LEGACY_NOT_REWRITTEN.code)  # refused for another reason now: the old one goes
+        return with_todo_comment(cls, codes.LEGACY_NOT_REWRITTEN.code, text)
 
     def wrap(self, cls: cst.ClassDef) -> list[cst.BaseStatement]:
         name = cls.name.value
         self.needed.append(ADAPTER)
-        self.ctx.todo("OM395", cls, WRAP_TODO)
+        self.ctx.todo(codes.LEGACY_WRAP_NOTE.code, cls, WRAP_TODO)
         if name in self.wrap_after:
             var = self.wrap_after[name][1]
-            self.ctx.edit("OM302", cls, f"{name} wrapped: {stem(name)}Workflow, {stem(name)}Grader = "
+            self.ctx.edit(codes.LEGACY_WRAPPED.code, cls, f"{name} wrapped: {stem(name)}Workflow, {stem(name)}Grader = "
                           f"loop_as_workflow({var}) (the instance the module builds)")
             return [cls]
         line = wrap_statement(name, name, self.module).with_changes(leading_lines=[cst.EmptyLine(indent=False)] * 2)
-        self.ctx.edit("OM302", cls, f"{name} wrapped: {stem(name)}Workflow, {stem(name)}Grader = loop_as_workflow({name})")
-        return [cls, with_todo_comment(line, "OM395", WRAP_TODO)]
+        self.ctx.edit(codes.LEGACY_WRAPPED.code, cls, f"{name} wrapped: {stem(name)}Workflow, {stem(name)}Grader = loop_as_workflow({name})")
+        return [cls, with_todo_comment(line, codes.LEGACY_WRAP_NOTE.code, WRAP_TODO)]
 
     def backend_for(self, site: _Site, d: _Decision, leading) -> cst.SimpleStatementLine:
         var = "backend"
@@ -578,7 +580,7 @@ class _Migration:
             msg = "imports added: " + ", ".join(added)
             if removed:
                 msg += "; unused removed: " + ", ".join(removed)
-            self.ctx.edit("OM304", 0, msg)
+            self.ctx.edit(codes.LEGACY_IMPORTS.code, 0, msg)
         return module
 
     def report_leftovers(self, module: cst.Module) -> cst.Module:
@@ -600,8 +602,8 @@ class _Migration:
         body = list(module.body)
         at = next((i for i, s in enumerate(body) if any(
             isinstance(n, cst.ImportAlias) and (n.evaluated_alias or n.evaluated_name) in used for n in _walk(s))), 0)
-        body[at] = with_todo_comment(body[at], "OM396", reason)
-        self.ctx.todo("OM396", 0, reason)
+        body[at] = with_todo_comment(body[at], codes.LEGACY_LEFTOVER.code, reason)
+        self.ctx.todo(codes.LEGACY_LEFTOVER.code, 0, reason)
         return module.with_changes(body=body)
 
 
