@@ -25,7 +25,8 @@ from tests.codemods.test_legacy_loop_behaviour import UNTYPED_PARAMETERS, _load
 
 DIR = FIXTURES / "legacy_loop"
 CORPUS = DIR / "corpus"
-CASES = [(p, "auto", t) for p in fixture_files("legacy_loop") for t in ("0.3", "0.2")] + [
+EXAMPLE = FIXTURES.parents[2] / "examples" / "legacy" / "calculator_agent.py"
+CASES = [(p, "auto", t) for p in [*fixture_files("legacy_loop"), EXAMPLE] for t in ("0.3", "0.2")] + [
     (DIR / "unrecognisable.py", "wrap", "0.3"),
     (DIR / "seed_complete_example.py", "wrap", "0.3"),
 ]
