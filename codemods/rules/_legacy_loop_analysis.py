@@ -91,6 +91,7 @@ class LoopFacts:
     instance_attrs: set[str]  # self.<x> assigned in some method: per-instance state
     uses: list[Use] = field(default_factory=list)
     exits: list[Exit] = field(default_factory=list)
+    helpers: dict[str, str] = field(default_factory=dict)  # methods run() hands ctx to → their ctx parameter
     problems: list[str] = field(default_factory=list)  # why it cannot be translated, each precise
 
     def uses_of(self, *kinds: str) -> list[Use]:
@@ -354,18 +355,22 @@ def _instance_attrs(methods: dict[str, cst.FunctionDef]) -> set[str]:
 
 
 class _RunScan:
-    """Classifies every use of ``ctx`` in ``run()`` into :class:`Use` / :class:`Exit` / problems."""
+    """Classifies every use of ``ctx`` in ``run()`` — and in the loop's own methods ``run()`` hands ``ctx`` to
+    (``await self._step(ctx, messages)``: scanned with their parameter as ``ctx``) — into :class:`Use` /
+    :class:`Exit` / problems."""
 
-    def __init__(self, facts: LoopFacts, run: cst.FunctionDef) -> None:
-        self.facts, self.run = facts, run
-        self.ctx = facts.ctx_name
-        self.parent = parents_of(run)
+    def __init__(self, facts: LoopFacts, fn: cst.FunctionDef, ctx: Optional[str] = None) -> None:
+        self.facts, self.run = facts, fn
+        self.method = fn.name.value
+        self.ctx = ctx or facts.ctx_name
+        self.self_name = (params_of(fn) or ["self"])[0]
+        self.parent = parents_of(fn)
 
     def scan(self) -> None:
         for node in _walk(self.run.body):
             if isinstance(node, cst.Name) and node.value == self.ctx and self._is_reference(node):
                 self._classify(node)
-            elif isinstance(node, cst.Return) and node.value is not None:
+            elif isinstance(node, cst.Return) and node.value is not None and self.method == "run":
                 self._check_return(node)
 
     def _is_reference(self, node: cst.Name) -> bool:
@@ -380,9 +385,11 @@ class _RunScan:
     def _classify(self, name: cst.Name) -> None:
         p = self.parent.get(id(name))
         if not (isinstance(p, cst.Attribute) and p.value is name):
+            if isinstance(p, cst.Arg) and self._into_method(p):
+                return
             call = self._enclosing_call(name)
             where = f"to `{src(call.func, 40)}(…)`" if call is not None else f"in `{src(p, 50)}`"
-            self._problem(f"run() hands `{self.ctx}` itself {where}: only its attributes have a translation")
+            self._problem(f"{self.method}() hands `{self.ctx}` itself {where}: only its attributes have a translation")
             return
         attr, above = p.attr.value, self.parent.get(id(p))
         if attr == "request":
@@ -390,16 +397,37 @@ class _RunScan:
         elif attr in ("chat", "complete", "error") and isinstance(above, cst.Call) and above.func is p:
             self._classify_call(attr, above)
         elif attr in CTX_VALUES:
-            self.facts.uses.append(Use(CTX_VALUES[attr], p, "run"))
+            self.facts.uses.append(Use(CTX_VALUES[attr], p, self.method))
         elif attr in CTX_STATEMENTS and isinstance(above, cst.Call) and above.func is p:
             expr = self.parent.get(id(above))
             line = self.parent.get(id(expr))
             if isinstance(expr, cst.Expr) and isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1:
-                self.facts.uses.append(Use("drop", line, "run"))
+                self.facts.uses.append(Use("drop", line, self.method))
             else:
                 self._problem(f"the value of `{src(above, 50)}` is used: it has no osmosis-ai 0.3 equivalent")
         else:
             self._problem(f"`{self.ctx}.{attr}` has no osmosis-ai 0.3 equivalent (used in `{src(above or p, 50)}`)")
+
+    def _into_method(self, arg: cst.Arg) -> bool:
+        """``ctx`` handed to a method of the loop (``self.<m>(…, ctx, …)``): that method is scanned with its
+        parameter as ``ctx``; the call stays as it is (it hands over the workflow context)."""
+        call = self.parent.get(id(arg))
+        head = dotted_name(call.func) if isinstance(call, cst.Call) else None
+        method = self.facts.methods.get(head.partition(".")[2]) if head and head.startswith(f"{self.self_name}.") \
+            else None
+        if method is None or method is self.facts.run or method is self.facts.get_tools or arg.star:
+            return False
+        names = params_of(method)
+        position = [a for a in call.args if a.keyword is None].index(arg) + 1 if arg.keyword is None else None
+        param = names[position] if position is not None and position < len(names) else (
+            arg.keyword.value if arg.keyword is not None and arg.keyword.value in names else None)
+        if param is None:
+            return False
+        scanned = self.facts.helpers.get(method.name.value)
+        if scanned is None:
+            self.facts.helpers[method.name.value] = param
+            _RunScan(self.facts, method, param).scan()
+        return scanned in (None, param)
 
     def _classify_request(self, req: cst.Attribute, above: Optional[cst.CSTNode]) -> None:
         if isinstance(above, cst.Attribute) and above.value is req and above.attr.value in REQUEST_FIELDS:
@@ -407,19 +435,19 @@ class _RunScan:
             arg = self.parent.get(id(above))
             call = self.parent.get(id(arg))
             if kind == "params" and isinstance(arg, cst.Arg) and arg.star == "**" and self._is_chat(call):
-                self.facts.uses.append(Use("params_splat", arg, "run"))
+                self.facts.uses.append(Use("params_splat", arg, self.method))
             else:
-                self.facts.uses.append(Use(kind, above, "run"))
+                self.facts.uses.append(Use(kind, above, self.method))
             return
         if isinstance(above, cst.Arg) and above.keyword is None and not above.star:
             call = self.parent.get(id(above))
-            if isinstance(call, cst.Call) and dotted_name(call.func) == f"{self.facts.self_name}.get_tools":
-                self.facts.uses.append(Use("request_arg", req, "run"))
+            if isinstance(call, cst.Call) and dotted_name(call.func) == f"{self.self_name}.get_tools":
+                self.facts.uses.append(Use("request_arg", req, self.method))
                 return
         if isinstance(above, cst.Attribute) and above.value is req:
             self._problem(f"`{self.ctx}.request.{above.attr.value}` has no osmosis-ai 0.3 equivalent")
         else:
-            self._problem(f"run() uses `{self.ctx}.request` as a value (`{src(above or req, 50)}`): the legacy "
+            self._problem(f"{self.method}() uses `{self.ctx}.request` as a value (`{src(above or req, 50)}`): the legacy "
                           "request has no osmosis-ai 0.3 equivalent")
 
     def _is_chat(self, call: Optional[cst.CSTNode]) -> bool:
@@ -431,9 +459,13 @@ class _RunScan:
                     and call.args[0].keyword.value != "messages":
                 self._problem(f"`{src(call, 50)}` passes its messages in a way the rewrite does not follow")
                 return
-            self.facts.uses.append(Use("chat", call, "run"))
+            self.facts.uses.append(Use("chat", call, self.method))
             return
         ret = self.parent.get(id(call))
+        if self.method != "run":
+            self._problem(f"`{src(call, 50)}` is in {self.method}(), not in run(): the rewrite turns only "
+                          f"run()'s own `return {self.ctx}.{attr}(…)` into the workflow's result")
+            return
         if not isinstance(ret, cst.Return) or self._in_nested_function(ret):
             self._problem(f"`{src(call, 50)}` is not returned by run() itself: the rewrite turns only "
                           f"`return {self.ctx}.{attr}(…)` into the workflow's result")
@@ -447,7 +479,7 @@ class _RunScan:
         if first is None:
             self._problem(f"`{src(call, 50)}` has no {'messages' if attr == 'complete' else 'error message'}")
             return
-        self.facts.uses.append(Use(attr, ret, "run"))
+        self.facts.uses.append(Use(attr, ret, self.method))
         if attr == "complete":
             reward = args.get("reward")
             if isinstance(reward, cst.Name) and reward.value == "None":

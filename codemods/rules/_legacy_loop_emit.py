@@ -110,7 +110,7 @@ class _ClassRewriter(AnnotationAware):
         if kind == "params":
             return cst.Dict([])
         if kind == "tools":
-            return cst.Name(self.plan.tools_var or "tools")
+            return self._tools(use)
         if kind == "debug":
             return cst.Name("False")
         if kind == "request_arg":
@@ -124,8 +124,15 @@ class _ClassRewriter(AnnotationAware):
         drop = {id(u.node) for u in self.facts.uses_of("params_splat")}
         kept = [new for old, new in zip(original.args, updated.args) if id(old) not in drop]
         first = kept[0].with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT)
-        tools = cst.Arg(cst.Name(self.plan.tools_var or "tools"))
+        tools = cst.Arg(self._tools(use))
         return updated.with_changes(func=cst.Name("_chat"), args=_relist([first, tools, *kept[1:]], updated.args))
+
+    def _tools(self, use: Use) -> cst.BaseExpression:
+        """This rollout's tools: run()'s local; in a method run() hands ctx to, ``self.get_tools(…)`` again."""
+        if use.method == "run" and self.plan.tools_var is not None:
+            return cst.Name(self.plan.tools_var)
+        arg = self.facts.helpers.get(use.method, "None") if self.facts.reads_request else "None"
+        return _expr(f"{self.method_self[-1]}.get_tools({arg})")
 
     def leave_Return(self, original: cst.Return, updated: cst.Return):  # type: ignore[override]
         use = self.use.get(id(original))

@@ -139,7 +139,7 @@ def _helpers(facts: LoopFacts, reward: RewardPlan, target: str) -> list[str]:
 
 def _tools_var(facts: LoopFacts) -> Optional[str]:
     """A fresh local of run() for this rollout's tools, when run() calls the model or reads ctx.tools."""
-    if not facts.uses_of("chat", "tools"):
+    if not any(u.method == "run" for u in facts.uses_of("chat", "tools")):
         return None
     assert facts.run is not None
     names = reads(facts.run) | {n.value for n in _walk(facts.run) if isinstance(n, cst.Name)}
@@ -196,8 +196,8 @@ def _label_left_in_workflow(facts: LoopFacts, reward: RewardPlan, dropped: set[i
         if label_read(use.node, parent) is None or _under(use.node, gone, parent):
             continue
         where = "run()" if use.method == "run" else f"{use.method}()"
-        return (f"{where} reads the dataset label (`{src(parent.get(id(use.node)) or use.node, 50)}`) outside its "
-                "reward: osmosis-ai 0.3 hands the label to the grader only")
+        return (f"{where} reads the dataset label (`{src(parent.get(id(use.node)) or use.node, 50)}`) while the "
+                "workflow runs: osmosis-ai 0.3 hands the label to the grader only")
     return None
 
 

@@ -21,6 +21,8 @@ from typing import Optional
 
 import libcst as cst
 
+from codemods.base import dotted_name
+
 from codemods.rules._legacy_loop_analysis import (
     BUILTINS,
     LoopFacts,
@@ -139,11 +141,15 @@ class _Slice:
     def _foreign_reads(self, pieces: list[cst.CSTNode], messages_var: Optional[str]) -> Optional[str]:
         """Why the pieces read something the grader cannot have (run()-only ctx attributes, unknown names)."""
         known = self.bindings.keys() | self.module_names | BUILTINS | {self.facts.self_name}
+        in_metadata = {id(n) for u in self.use_of.values() if u.kind == "metadata" for n in _walk(u.node)}
         for piece in pieces:
             for node in _walk(piece):
                 use = self.use_of.get(id(node))
                 if use is not None and use.kind != "metadata":
                     return f"its reward reads `{src(node, 40)}`, which only run() has"
+                if isinstance(node, cst.Name) and node.value == self.facts.ctx_name and id(node) not in in_metadata \
+                        and node.value in reads(piece):
+                    return f"its reward hands `{self.facts.ctx_name}` to other code"
             unknown = reads(piece) - known - {self.facts.ctx_name or ""}
             if unknown:
                 return f"its reward reads `{sorted(unknown)[0]}`, a name the rewrite cannot follow"
@@ -184,7 +190,8 @@ class _Slice:
             if attr in facts.methods:
                 method = facts.methods[attr]
                 names = params_of(method)
-                todo += sorted(self_reads(method, names[0])) if names else []
+                static = any(dotted_name(d.decorator) == "staticmethod" for d in method.decorators)
+                todo += sorted(self_reads(method, names[0])) if names and not static else []
         members = list(facts.cls.body.body) if isinstance(facts.cls.body, cst.IndentedBlock) else []
         out: list[cst.BaseStatement] = []
         for m in members:

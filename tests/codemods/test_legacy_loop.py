@@ -158,6 +158,15 @@ def test_the_reward_moves_into_the_grader_with_the_label_where_the_legacy_contro
     assert "reward = self._compute_reward(messages, metadata)" in grader and "def _compute_reward(" in grader
 
 
+def test_a_method_run_hands_ctx_to_is_translated_too():
+    out = _migrate(_text("ctx_helper_method")).new_text
+    turn = _methods(out, "StepLoop")["_turn"]
+    assert "async def _turn(self, context: AgentWorkflowContext, messages: list) -> bool:" in turn
+    assert "reply = await _chat(messages, self.get_tools(None))" in turn and "record_tool_call" not in turn
+    assert "if await self._turn(ctx, messages):" in out  # the call hands over the workflow context
+    assert "ctx.set_reward(self.score(messages, metadata))" in out and "@staticmethod" in out.split("class StepGrader")[1]
+
+
 def test_a_reward_from_state_only_run_has_travels_in_the_sample_metrics():
     result = _migrate(_text("unrecognisable"))
     run = _methods(result.new_text, "JudgeLoop")["run"]
@@ -317,7 +326,7 @@ def test_a_test_double_returning_a_prebuilt_result_is_refused_its_siblings_rewri
     ("old", "new", "reason"),
     [
         ("result = await ctx.chat(messages, **ctx.request.completion_params)",
-         "result = await self.step(ctx, messages)", "hands `ctx` itself to `self.step(…)`"),
+         "result = await step(ctx, messages)", "hands `ctx` itself to `step(…)`"),
         ("result = await ctx.chat(messages, **ctx.request.completion_params)",
          "result = await ctx.llm.chat_completions(messages)", "`ctx.llm` has no osmosis-ai 0.3 equivalent"),
         ("return ctx.complete(messages, finish_reason=finish_reason, reward=reward)",

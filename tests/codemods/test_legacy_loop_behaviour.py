@@ -128,6 +128,7 @@ LOOPS = [
     Loop(LEGACY / "no_tools.py", "ShortAnswerLoop"),
     Loop(LEGACY / "unrecognisable.py", "JudgeLoop"),
     Loop(LEGACY / "init_with_args.py", "PromptedLoop", '"Answer briefly."'),
+    Loop(LEGACY / "ctx_helper_method.py", "StepLoop"),
 ]
 
 
