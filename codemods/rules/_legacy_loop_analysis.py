@@ -222,9 +222,11 @@ class walk_cache:
 
     def __enter__(self) -> None:
         _DESCENDANTS.clear()
+        _READS.clear()
 
     def __exit__(self, *exc: object) -> None:
         _DESCENDANTS.clear()
+        _READS.clear()
 
 
 def parents_of(root: cst.CSTNode) -> dict[int, cst.CSTNode]:
@@ -242,29 +244,41 @@ def src(node: cst.CSTNode, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def reads(node: cst.CSTNode) -> set[str]:
-    """Names read in ``node``: not attribute names after a dot, keyword-argument names, or names bound by a
-    comprehension or lambda inside it."""
+_READS: dict[int, tuple[cst.CSTNode, frozenset[str]]] = {}  # memo of reads(), cleared with the walk memo
+
+
+def reads(node: cst.CSTNode) -> frozenset[str]:
+    """Names read in ``node``: not attribute names after a dot, keyword-argument names, definition and parameter
+    names, or names bound by a comprehension or lambda inside it. Memoised while :func:`walk_cache` is active."""
+    hit = _READS.get(id(node))
+    if hit is not None and hit[0] is node:
+        return hit[1]
     out: set[str] = set()
     bound: set[str] = set()
-    for n in _walk(node):
-        if isinstance(n, cst.Attribute):
+    stack: list[cst.CSTNode] = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Name):
+            out.add(n.value)
+        elif isinstance(n, cst.Attribute):
+            stack.append(n.value)  # not the name after the dot
+        elif isinstance(n, cst.Arg):
+            stack.append(n.value)  # not a keyword's name
+        elif isinstance(n, cst.ImportAlias):
             continue
-        if isinstance(n, (cst.CompFor,)):
-            bound.update(x.value for x in _walk(n.target) if isinstance(x, cst.Name))
-        elif isinstance(n, cst.Lambda):
-            bound.update(p.name.value for p in n.params.params)
-    parent = parents_of(node)
-    for n in _walk(node):
-        if not isinstance(n, cst.Name):
-            continue
-        p = parent.get(id(n))
-        if isinstance(p, cst.Attribute) and p.attr is n or isinstance(p, cst.Arg) and p.keyword is n:
-            continue
-        if isinstance(p, (cst.Param, cst.FunctionDef, cst.ClassDef)) or isinstance(p, cst.ImportAlias):
-            continue
-        out.add(n.value)
-    return out - bound
+        elif isinstance(n, cst.Param):
+            stack.extend(k for k in _kids(n) if k is not n.name)
+        elif isinstance(n, (cst.FunctionDef, cst.ClassDef)):
+            stack.extend(k for k in _kids(n) if k is not n.name)
+        else:
+            if isinstance(n, cst.CompFor):
+                bound.update(x.value for x in _walk(n.target) if isinstance(x, cst.Name))
+            elif isinstance(n, cst.Lambda):
+                bound.update(p.name.value for p in n.params.params)
+            stack.extend(_kids(n))
+    result = frozenset(out - bound)
+    _READS[id(node)] = (node, result)
+    return result
 
 
 def self_reads(node: cst.CSTNode, self_name: str) -> set[str]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import libcst as cst
 
@@ -52,10 +52,24 @@ def _parsed_statement(text: str, newline: str) -> cst.BaseStatement:
 # --------------------------------------------------------------------------------------------- the loop class
 
 
-def rewrite_class(plan: RewritePlan, module: cst.Module, table: ImportTable) -> cst.ClassDef:
+def rewrite_class(
+    plan: RewritePlan, module: cst.Module, table: ImportTable, names_of: Callable[[cst.CSTNode], frozenset[str]]
+) -> cst.ClassDef:
     """The loop class of ``plan`` as an ``AgentWorkflow`` (same name, members, control flow; the legacy API
-    translated). ``table``: the module's imports (legacy names in annotations, also as ``module.Name``)."""
-    return plan.facts.cls.visit(_ClassRewriter(plan, module, table))
+    translated). ``table``: the module's imports (legacy names in annotations, also as ``module.Name``);
+    ``names_of``: the names a statement uses. Only the members that touch the legacy API are transformed (the
+    others are kept as the very same nodes: a transform of the whole class cost more than the rest of the rule)."""
+    cls = plan.facts.cls
+    rewriter = _ClassRewriter(plan, module, table)
+    if not isinstance(cls.body, cst.IndentedBlock):
+        return cls.visit(rewriter)
+    touched = {u.method for u in plan.facts.uses} | {"run", "__init__", "get_tools"}
+    heads = {local for local, q in table.names.items() if legacy_name(q) in ANNOTATIONS}
+    heads |= {local for local, q in table.modules.items() if q.startswith("osmosis_ai")}
+    body = [m.visit(rewriter) if (isinstance(m, cst.FunctionDef) and m.name.value in touched) or names_of(m) & heads
+            else m for m in cls.body.body]
+    bases = [b.with_changes(value=cst.Name("AgentWorkflow")) if b is plan.facts.base else b for b in cls.bases]
+    return cls.with_changes(bases=bases, body=rewriter.with_limits(cls.body.with_changes(body=body)))
 
 
 class _ClassRewriter(AnnotationAware):
@@ -213,7 +227,7 @@ class _ClassRewriter(AnnotationAware):
             return updated
         bases = [b.with_changes(value=cst.Name("AgentWorkflow")) if o is self.facts.base else b
                  for o, b in zip(original.bases, updated.bases)]
-        return updated.with_changes(bases=bases, body=self._with_limits(updated.body))
+        return updated.with_changes(bases=bases, body=self.with_limits(updated.body))
 
     def _run(self, fn: cst.FunctionDef) -> cst.FunctionDef:
         plan = self.plan
@@ -234,7 +248,7 @@ class _ClassRewriter(AnnotationAware):
         body.insert(1 if body and is_docstring(body[0]) else 0, line)
         return fn.with_changes(body=fn.body.with_changes(body=body))
 
-    def _with_limits(self, block: cst.BaseSuite) -> cst.BaseSuite:
+    def with_limits(self, block: cst.BaseSuite) -> cst.BaseSuite:
         """The class body with the attributes standing in for the request's limits, after ``name = …``."""
         if not self.plan.attrs or not isinstance(block, cst.IndentedBlock):
             return block

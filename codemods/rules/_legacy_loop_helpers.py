@@ -328,8 +328,8 @@ def schemas_to_dicts(module: cst.Module, ctx: RuleContext, skip: Collection[str]
         return module
     swap = _SchemaDicts(table)
     # only the statements that name a schema class are transformed (a whole-module transform cost more than the rule)
-    body = [s if isinstance(s, cst.ClassDef) and s.name.value in skip or not ctx.statement_names(s) & wanted
-            else s.visit(swap) for s in module.body]
+    body = [s if isinstance(s, (cst.ClassDef, cst.FunctionDef)) and (s.name.value in skip or s.name.value in _GENERATED)
+            or not ctx.statement_names(s) & wanted else s.visit(swap) for s in module.body]
     new = module.with_changes(body=body)
     if swap.calls or swap.annotations:
         msg = (f"legacy tool schema classes → the dicts they serialised to ({swap.calls} call(s), {swap.annotations} "
@@ -599,6 +599,10 @@ LOOP_HELPERS: dict[str, tuple[str, ...]] = {
     "_last_assistant_text": ("_last_assistant_text",),
     "_bound_workflow": ("_bound_workflow",),
 }
+
+
+#: names of the definitions this module writes into files (they never name a schema class: not looked into)
+_GENERATED = frozenset({*LEGACY_HELPERS, *(n for names in LOOP_HELPERS.values() for n in names)})
 
 
 def loop_helper_statements(

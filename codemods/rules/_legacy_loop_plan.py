@@ -15,7 +15,7 @@ import libcst as cst
 
 from codemods import codes
 
-from codemods.rules._legacy_loop_analysis import LoopFacts, _walk, parents_of, reads, src
+from codemods.rules._legacy_loop_analysis import LoopFacts, _walk, parents_of, src
 from codemods.rules._legacy_loop_helpers import LOOP_HELPERS
 from codemods.rules._legacy_loop_reward import RewardPlan, label_read, plan_reward
 
@@ -142,7 +142,7 @@ def _tools_var(facts: LoopFacts) -> Optional[str]:
     if not any(u.method == "run" for u in facts.uses_of("chat", "tools")):
         return None
     assert facts.run is not None
-    names = reads(facts.run) | {n.value for n in _walk(facts.run) if isinstance(n, cst.Name)}
+    names = {n.value for n in _walk(facts.run) if isinstance(n, cst.Name)}
     for candidate in ("tools", "rollout_tools", "legacy_tools"):
         if candidate not in names:
             return candidate

@@ -459,7 +459,7 @@ class _Migration:
         helpers = [h for h in plan.helpers if h not in self.helpers_written]
         self.helpers_written.update(helpers)
         stmts: list[cst.BaseStatement] = loop_helper_statements(helpers, self.module, plan.target, self.legacy_errors())
-        new_cls = rewrite_class(plan, self.module, self.table)
+        new_cls = rewrite_class(plan, self.module, self.table, self.ctx.statement_names)
         if stmts:  # the helpers go first, with the class's comments; the class follows them
             stmts[0] = stmts[0].with_changes(leading_lines=cls.leading_lines)
             new_cls = new_cls.with_changes(leading_lines=[cst.EmptyLine(indent=False)] * 2)
