@@ -49,8 +49,9 @@ class Use:
     ``**ctx.request.completion_params`` argument of a chat call), ``request_arg`` (``ctx.request`` handed to
     ``self.get_tools``), ``tools`` / ``debug`` (``ctx.tools`` / ``ctx.debug_enabled``), ``complete`` / ``error``
     (a ``return ctx.complete(...)`` / ``return ctx.error(...)``: ``node`` is the Return), ``drop`` (a
-    ``ctx.record_tool_call(...)`` / ``ctx.log_event(...)`` statement: ``node`` is the statement). ``on_request``: the attribute is read on
-    ``ctx.request`` (else on ``get_tools``' own ``request``). ``method``: the method it is in.
+    ``ctx.record_tool_call(...)`` / ``ctx.log_event(...)`` statement: ``node`` is the statement). ``on_request``:
+    the attribute is read on ``ctx.request`` (else on ``get_tools``' own ``request``). ``method``: the method it is
+    in (``run``, ``get_tools``, or a method ``run()`` hands ``ctx`` to).
     """
 
     kind: str
