@@ -110,6 +110,10 @@ LEGACY_NO_REWARD = _code("OM394", "legacy-loop", "todo", "the loop passed no rew
                          "is a starting point")
 LEGACY_WRAP_NOTE = _code("OM395", "legacy-loop", "todo", "an explicit wrap: the file runs on osmosis-compat, not "
                          "osmosis-ai alone")
+LEGACY_LEFTOVER = _code("OM396", "legacy-loop", "todo", "legacy SDK names the file still imports (osmosis-ai 0.3 has "
+                        "none of them)")
+LEGACY_SERVE = _code("OM397", "legacy-loop", "todo", "a rewritten loop whose __init__ takes arguments: how to serve "
+                     "it (LocalBackend builds cls(config))")
 
 IMPORTS = _code("OM400", "imports", "edit", "the imports rule (osmosis_ai import paths that moved)")
 IMPORT_MOVED = _code("OM401", "imports", "edit", "an osmosis_ai import moved to its current path")

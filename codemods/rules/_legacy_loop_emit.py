@@ -1,334 +1,447 @@
-"""Code the ``legacy-loop`` rule writes: Strands tool decorators, the config/workflow/grader of a rewrite, the
-``loop_as_workflow`` line of a wrap, and the serving lines. Text is rendered in the module's own indent and newline
-and parsed with libcst; moved user code (reward expression, helper methods) is inserted as the original nodes.
+"""Code the ``legacy-loop`` rule writes: the translated loop class and its grader (from a :class:`RewritePlan`), the
+``loop_as_workflow`` line of a wrap, and the serving lines. The loop's own code is kept node for node; only the
+places the plan lists change. Generated text is rendered in the module's own indent and newline.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import re
-from typing import Any, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import libcst as cst
 
-from codemods.base import ImportTable, RuleContext, remove_unused_imports
-from codemods.rules._legacy_loop_analysis import LoopPlan, ToolPlan, _walk
-from codemods.visit import parents, replace_node
+from codemods.base import ImportTable
+from codemods.rules._legacy_loop_analysis import Use, _walk, body_statements, is_docstring, params_of, reads, src
+from codemods.rules._legacy_loop_helpers import (  # noqa: F401 - re-exported: the imports rule (OM403) uses them
+    LEGACY_HELPER_MODULES,
+    AnnotationAware,
+    LEGACY_HELPERS,
+    inline_legacy_helpers,
+)
+from codemods.rules._legacy_loop_names import legacy_name
+from codemods.rules._legacy_loop_plan import REQUEST_LIMITS, RewritePlan, snake, stem  # noqa: F401 - re-exported
+from codemods.rules._legacy_loop_reward import RewardPlan
 
-STRANDS_MOD = "osmosis_ai.rollout.integrations.agents.strands"
 LEGACY_MAX_CONCURRENT = 100  # legacy create_app default (settings.server.max_concurrent_rollouts)
-_REWARD_PLACEHOLDER = "__osmosis_migrate_reward__"
+_SLICE = "__osmosis_migrate_slice__"
+_REWARD = "__osmosis_migrate_reward__"
+#: legacy names in annotations of a rewritten class → what they become
+ANNOTATIONS = {
+    "RolloutContext": "AgentWorkflowContext", "RolloutRequest": "AgentWorkflowContext", "RolloutResult": "list[dict]",
+    "CompletionsResult": "_ChatResult", "OpenAIFunctionToolSchema": "dict", "OpenAIFunctionSchema": "dict",
+    "OpenAIFunctionParametersSchema": "dict", "OpenAIFunctionPropertySchema": "dict",
+}
 
 
-def py_literal(value: Any, indent: str, level: int = 0, width: int = 88) -> str:
-    """A Python literal for a JSON-like value: on one line when it fits, else one item per line (black style)."""
-    flat = _flat(value)
-    if len(flat) + len(indent) * level <= width or not isinstance(value, (dict, list)) or not value:
-        return flat
-    inner = indent * (level + 1)
-    if isinstance(value, dict):
-        items = [f"{inner}{_flat(k)}: {py_literal(v, indent, level + 1, width)}," for k, v in value.items()]
-        return "{\n" + "\n".join(items) + "\n" + indent * level + "}"
-    items = [f"{inner}{py_literal(v, indent, level + 1, width)}," for v in value]
-    return "[\n" + "\n".join(items) + "\n" + indent * level + "]"
+@functools.lru_cache(maxsize=256)
+def _expr(text: str) -> cst.BaseExpression:
+    """A parsed expression, once per text (libcst nodes are immutable: sharing them is safe; parsing is not cheap)."""
+    return cst.parse_expression(text)
 
 
-def _flat(value: Any) -> str:
-    if isinstance(value, bool) or value is None:
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{_flat(k)}: {_flat(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_flat(v) for v in value) + "]"
-    raise TypeError(f"not a JSON-like literal: {value!r}")
+def _statement(text: str, module: cst.Module) -> cst.BaseStatement:
+    return _parsed_statement(text, module.default_newline)
 
 
-def snake(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+@functools.lru_cache(maxsize=256)
+def _parsed_statement(text: str, newline: str) -> cst.BaseStatement:
+    return cst.parse_statement(text + newline)
 
 
-def stem(class_name: str) -> str:
-    """``CalculatorAgentLoop`` → ``CalculatorAgent``: the prefix of the names the rule adds."""
-    for suffix in ("Loop",):
-        if class_name.endswith(suffix) and len(class_name) > len(suffix):
-            return class_name[: -len(suffix)]
-    return class_name
+# --------------------------------------------------------------------------------------------- the loop class
 
 
-def tool_decorator(tool: ToolPlan, module: cst.Module) -> cst.Decorator:
-    ind, nl = module.default_indent, module.default_newline
-    schema = py_literal({"json": tool.parameters}, ind, 1)
-    text = (
-        f"@tool({nl}{ind}name={_flat(tool.name)},{nl}{ind}description={_flat(tool.description)},{nl}"
-        f"{ind}inputSchema={schema.replace(chr(10), nl)},{nl})"
-    )
-    stmt = cst.parse_statement(f"{text}{nl}def _(): pass{nl}", config=module.config_for_parsing)
-    assert isinstance(stmt, cst.FunctionDef)
-    return stmt.decorators[0]
+def rewrite_class(
+    plan: RewritePlan, module: cst.Module, table: ImportTable, names_of: Callable[[cst.CSTNode], frozenset[str]]
+) -> cst.ClassDef:
+    """The loop class of ``plan`` as an ``AgentWorkflow`` (same name, members, control flow; the legacy API
+    translated). ``table``: the module's imports (legacy names in annotations, also as ``module.Name``);
+    ``names_of``: the names a statement uses. Only the members that touch the legacy API are transformed (the
+    others are kept as the very same nodes: a transform of the whole class cost more than the rest of the rule)."""
+    cls = plan.facts.cls
+    rewriter = _ClassRewriter(plan, module, table)
+    if not isinstance(cls.body, cst.IndentedBlock):
+        return cls.visit(rewriter)
+    touched = {u.method for u in plan.facts.uses} | {"run", "__init__", "get_tools"}
+    heads = {local for local, q in table.names.items() if legacy_name(q) in ANNOTATIONS}
+    heads |= {local for local, q in table.modules.items() if q.startswith("osmosis_ai")}
+    body = [m.visit(rewriter) if (isinstance(m, cst.FunctionDef) and m.name.value in touched) or names_of(m) & heads
+            else m for m in cls.body.body]
+    bases = [b.with_changes(value=cst.Name("AgentWorkflow")) if b is plan.facts.base else b for b in cls.bases]
+    return cls.with_changes(bases=bases, body=rewriter.with_limits(cls.body.with_changes(body=body)))
 
 
-#: generated into a rewritten file (so that it needs osmosis-ai only): the text of the last assistant message,
-#: for the three message shapes a sample can hold (chat dicts, Strands messages, OpenAI Agents items)
-LAST_ASSISTANT_TEXT = '''\
-def last_assistant_text(messages) -> str:
-    """The text of the last assistant message that has text (chat dicts, Strands messages or OpenAI Agents
-    Responses items); "" if none. Written by osmosis-migrate, so this file needs osmosis-ai only."""
-    for message in reversed(list(messages or [])):
-        if not isinstance(message, dict) or message.get("role") != "assistant":
-            continue
-        if message.get("type") not in (None, "message"):
-            continue
-        content = message.get("content")
-        if isinstance(content, str):
-            text = content
-        else:
-            text = "".join(
-                part if isinstance(part, str) else part["text"]
-                for part in content or []
-                if isinstance(part, str) or (
-                    isinstance(part, dict) and isinstance(part.get("text"), str)
-                    and part.get("type") in (None, "text", "output_text", "input_text")
-                )
-            )
-        if text:
-            return text
-    return ""
-'''
+class _ClassRewriter(AnnotationAware):
+    """Applies a :class:`RewritePlan` to its class (see :func:`rewrite_class`)."""
 
-#: generated into a file whose loop ran its tools through its own executor: Strands tools that call it
-LEGACY_STRANDS_TOOLS = '''\
-def legacy_strands_tools(schemas, execute) -> list:
-    """Strands tools with the names, descriptions and parameter schemas of the legacy tool list ``schemas``; each
-    hands its call to the legacy executor ``execute`` (an OpenAI tool call in, a tool message out) and gives the
-    model that message's content, as the legacy loop did. Written by osmosis-migrate."""
-    import inspect
-    import json
+    def __init__(self, plan: RewritePlan, module: cst.Module, table: ImportTable) -> None:
+        super().__init__()
+        self.plan, self.module, self.table = plan, module, table
+        self.facts = plan.facts
+        self.use: dict[int, Use] = {id(u.node): u for u in self.facts.uses}
+        self.remove = plan.dropped | plan.reward.remove
+        self.emptied: set[int] = set()  # ids of blocks this rewrite emptied (given `pass`)
+        self.removed_loops: set[int] = set()  # ids of (original) for loops that went with their emptied body
+        self.method_self: list[str] = []
 
-    from strands.tools.tools import PythonAgentTool
+    # -- scopes
 
-    tools = []
-    for schema in schemas or []:
-        if not isinstance(schema, dict):
-            schema = schema.model_dump(exclude_none=True)
-        function = schema["function"]
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        names = params_of(node)
+        self.method_self.append(names[0] if names else "self")
+        return True
 
-        async def run_tool(tool_use, _name=function["name"], **_):
-            message = execute({
-                "id": tool_use["toolUseId"],
-                "type": "function",
-                "function": {"name": _name, "arguments": json.dumps(tool_use["input"])},
-            })
-            if inspect.isawaitable(message):
-                message = await message
-            text = message.get("content") if isinstance(message, dict) else message
-            return {"toolUseId": tool_use["toolUseId"], "status": "success", "content": [{"text": str(text or "")}]}
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
+        return self._annotation(original) or updated
 
-        spec = {
-            "name": function["name"],
-            "description": function.get("description") or "",
-            "inputSchema": {"json": function.get("parameters") or {"type": "object", "properties": {}}},
-        }
-        tools.append(PythonAgentTool(function["name"], spec, run_tool))
-    return tools
-'''
+    def _annotation(self, original: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+        """What a legacy name in an annotation becomes (``RolloutRequest``, ``rollout.RolloutResult`` …)."""
+        if not self.in_annotation:
+            return None
+        qualified = self.table.resolve(original)
+        name = legacy_name(qualified) if qualified is not None else None
+        return _expr(ANNOTATIONS[name]) if name in ANNOTATIONS else None
+
+    # -- the legacy API
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+        use = self.use.get(id(original))
+        if use is None:
+            return self._annotation(original) or updated
+        base = updated.value.value if use.on_request and isinstance(updated.value, cst.Attribute) else updated.value
+        kind = use.kind
+        if kind == "prompt":
+            return cst.Attribute(value=base, attr=cst.Name("prompt"))
+        if kind == "metadata":
+            return cst.BooleanOperation(
+                left=cst.Attribute(value=base, attr=cst.Name("metadata")), operator=cst.Or(), right=cst.Dict([]),
+                lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        if kind in REQUEST_LIMITS:
+            return cst.Attribute(value=cst.Name(self.method_self[-1]), attr=cst.Name(self.plan.attrs[kind]))
+        if kind in ("rollout_id", "api_key"):
+            return _expr(f"get_rollout_context().{kind}")
+        if kind == "params":
+            return cst.Dict([])
+        if kind == "tools":
+            return self._tools(use)
+        if kind == "debug":
+            return cst.Name("False")
+        if kind == "request_arg":
+            return updated.value
+        return updated
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        use = self.use.get(id(original))
+        if use is None or use.kind != "chat":
+            return updated
+        drop = {id(u.node) for u in self.facts.uses_of("params_splat")}
+        kept = [new for old, new in zip(original.args, updated.args) if id(old) not in drop]
+        first = kept[0].with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT)
+        tools = cst.Arg(self._tools(use))
+        return updated.with_changes(func=cst.Name("_chat"), args=_relist([first, tools, *kept[1:]], updated.args))
+
+    def _tools(self, use: Use) -> cst.BaseExpression:
+        """This rollout's tools: run()'s local; in a method run() hands ctx to, ``self.get_tools(…)`` again."""
+        if use.method == "run" and self.plan.tools_var is not None:
+            return cst.Name(self.plan.tools_var)
+        arg = self.facts.helpers.get(use.method, "None") if self.facts.reads_request else "None"
+        return _expr(f"{self.method_self[-1]}.get_tools({arg})")
+
+    def leave_Return(self, original: cst.Return, updated: cst.Return):  # type: ignore[override]
+        use = self.use.get(id(original))
+        if use is None or not isinstance(updated.value, cst.Call):
+            return updated
+        call = updated.value
+        if use.kind == "error":
+            message = next(a.value for a in call.args if a.keyword is None or a.keyword.value == "error_message")
+            return cst.Raise(exc=cst.Call(cst.Name("RuntimeError"), [cst.Arg(message)]))
+        exit_ = next(e for e in self.facts.exits if e.ret is original)
+        messages = _arg(call, "final_messages", 0)
+        reward = _arg(call, "reward", 2)
+        if self.plan.reward.mode == "carry":
+            args = [cst.Arg(messages)] + ([cst.Arg(reward, keyword=cst.Name("reward"), equal=_EQ)]
+                                           if exit_.reward is not None and reward is not None else [])
+            return updated.with_changes(value=cst.Call(cst.Name("_sample"), _relist(args, [])))
+        if self.plan.target == "0.2":
+            return updated.with_changes(value=cst.Call(cst.Name("_sample"), [cst.Arg(messages)]))
+        return updated.with_changes(value=messages)
+
+    # -- statements
+
+    def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):  # type: ignore[override]
+        if id(original) in self.remove:
+            return cst.RemoveFromParent()
+        return updated
+
+    def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock) -> cst.IndentedBlock:
+        gone = self.remove | self.removed_loops
+        if not any(id(s) in gone for s in original.body):
+            return updated
+        body, footer = self._carry_comments(original, updated, gone)
+        if body and id(original.body[0]) in gone and not any(line.comment for line in body[0].leading_lines):
+            # the block's first statement went: the next one does not start it with a blank line
+            body[0] = body[0].with_changes(leading_lines=[])
+        if body:
+            return updated.with_changes(body=body, footer=[*footer, *updated.footer])
+        block = updated.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])], footer=[*footer, *updated.footer])
+        self.emptied.add(id(block))
+        return block
+
+    def _carry_comments(
+        self, original: cst.IndentedBlock, updated: cst.IndentedBlock, gone: set[int]
+    ) -> tuple[list[cst.BaseStatement], list[cst.EmptyLine]]:
+        """The block's statements, the comments above a dropped statement (``ctx.log_event``, …) kept with a note
+        on the next one (or at the block's end): they described it. Moved reward code took its comments along."""
+        kept = iter(updated.body)
+        body: list[cst.BaseStatement] = []
+        pending: list[cst.EmptyLine] = []
+        for stmt in original.body:
+            if id(stmt) not in gone:
+                new = next(kept)
+                body.append(new.with_changes(leading_lines=[*pending, *new.leading_lines]) if pending else new)
+                pending = []
+            elif id(stmt) not in self.plan.reward.remove and any(line.comment for line in stmt.leading_lines):
+                what = src(stmt.with_changes(leading_lines=[]), 40)
+                note = f"# osmosis-migrate: `{what}` dropped (osmosis-ai 0.3 keeps no per-rollout metrics or debug log)"
+                pending += [*stmt.leading_lines, cst.EmptyLine(comment=cst.Comment(note))]
+        return body, pending
+
+    def leave_For(self, original: cst.For, updated: cst.For):  # type: ignore[override]
+        # a loop that only recorded metrics (`for _ in calls: ctx.record_tool_call(…)`) goes with them
+        if id(updated.body) in self.emptied and updated.orelse is None and isinstance(updated.iter, (cst.Name, cst.Attribute)):
+            self.removed_loops.add(id(original))
+            return cst.RemoveFromParent()
+        return updated
+
+    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
+        self.method_self.pop()
+        if original is self.facts.run:
+            return self._run(updated)
+        if original is self.facts.init:
+            return _init_with_config(updated, self.module)
+        return updated
+
+    def leave_ClassDef(self, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
+        if original is not self.facts.cls:
+            return updated
+        bases = [b.with_changes(value=cst.Name("AgentWorkflow")) if o is self.facts.base else b
+                 for o, b in zip(original.bases, updated.bases)]
+        return updated.with_changes(bases=bases, body=self.with_limits(updated.body))
+
+    def _run(self, fn: cst.FunctionDef) -> cst.FunctionDef:
+        plan = self.plan
+        params = fn.params
+        if len(params.params) > 1 and params.params[1].annotation is not None:
+            ctx_param = params.params[1].with_changes(annotation=cst.Annotation(cst.Name("AgentWorkflowContext")))
+            params = params.with_changes(params=[params.params[0], ctx_param, *params.params[2:]])
+        returns = fn.returns
+        if returns is not None:
+            returns = cst.Annotation(_expr("AgentWorkflowOutput" if plan.reward.mode == "carry" and plan.target != "0.2"
+                                           else "list[dict]"))
+        fn = fn.with_changes(params=params, returns=returns)
+        if plan.tools_var is None or not isinstance(fn.body, cst.IndentedBlock):
+            return fn
+        line = _statement(f"{plan.tools_var} = {self.facts.self_name}.get_tools({plan.tools_arg})  # this rollout's "
+                          "tools (the legacy controller had them from init)", self.module)
+        body = list(fn.body.body)
+        body.insert(1 if body and is_docstring(body[0]) else 0, line)
+        return fn.with_changes(body=fn.body.with_changes(body=body))
+
+    def with_limits(self, block: cst.BaseSuite) -> cst.BaseSuite:
+        """The class body with the attributes standing in for the request's limits, after ``name = …``."""
+        if not self.plan.attrs or not isinstance(block, cst.IndentedBlock):
+            return block
+        stmts = [_statement(f"{attr} = {REQUEST_LIMITS[kind]}", self.module) for kind, attr in self.plan.attrs.items()]
+        comment = "# the legacy controller set these per request (RolloutRequest defaults); a 0.3 request has none"
+        stmts[0] = stmts[0].with_changes(leading_lines=[cst.EmptyLine(indent=False), cst.EmptyLine(comment=cst.Comment(comment))])
+        body = list(block.body)
+        original = list(self.facts.cls.body.body) if isinstance(self.facts.cls.body, cst.IndentedBlock) else []
+        name_at = next((i for i, s in enumerate(original) if self.facts.class_attrs.get("name") is s), None)
+        at = (name_at + 1) if name_at is not None else (1 if body and is_docstring(body[0]) else 0)
+        if at < len(body) and not body[at].leading_lines:  # a blank line between them and what follows
+            body[at] = body[at].with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+        body[at:at] = stmts
+        return block.with_changes(body=body)
 
 
-def _reindent(text: str, indent: str, nl: str) -> str:
-    if indent != "    ":
-        text = re.sub(r"^((?:    )+)", lambda m: indent * (len(m.group(1)) // 4), text, flags=re.M)
-    return text.replace("\n", nl)
+_EQ = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
 
 
-@functools.lru_cache(maxsize=64)
-def _parsed(text: str, indent: str, newline: str) -> cst.BaseStatement:
-    """A generated helper, parsed once per layout (libcst nodes are immutable, so sharing them is safe): parsing
-    the same helper text in every rewritten file dominated a rewrite's cost."""
-    return cst.parse_statement(_reindent(text, indent, newline))
+def _arg(call: cst.Call, name: str, position: int) -> Optional[cst.BaseExpression]:
+    for i, a in enumerate(call.args):
+        if a.keyword is not None and a.keyword.value == name or a.keyword is None and i == position:
+            return a.value
+    return None
 
 
-def helper_statements(names: Sequence[str], module: cst.Module) -> list[cst.BaseStatement]:
-    """The generated helper functions ``names`` (LAST_ASSISTANT_TEXT / LEGACY_STRANDS_TOOLS), two blank lines apart."""
-    texts = {"last_assistant_text": LAST_ASSISTANT_TEXT, "legacy_strands_tools": LEGACY_STRANDS_TOOLS}
-    ind, nl = module.default_indent, module.default_newline
-    out: list[cst.BaseStatement] = []
-    for name in names:
-        stmt = _parsed(texts[name], ind, nl)
-        out.append(stmt.with_changes(leading_lines=[cst.EmptyLine(indent=False)] * 2))
+def _relist(args: Sequence[cst.Arg], template: Sequence[cst.Arg]) -> list[cst.Arg]:
+    """``args`` with the separators of ``template`` (a call's original arguments): the first comma between them,
+    and the last one's trailing comma."""
+    commas = [a.comma for a in template if isinstance(a.comma, cst.Comma)]
+    sep = commas[0] if commas and len(template) > 1 else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    trailing = template[-1].comma if template else cst.MaybeSentinel.DEFAULT
+    out = [a.with_changes(comma=sep) for a in args]
+    if out:
+        out[-1] = out[-1].with_changes(comma=trailing)
     return out
 
 
-def rewrite_statements(
-    plan: LoopPlan, module: cst.Module, max_concurrent: Optional[str], target: str = "0.2"
-) -> list[cst.BaseStatement]:
-    """Config class + instance, workflow, grader for a recognised loop (``max_concurrent``: source text or None;
-    ``target``: the osmosis-ai API, "0.2" or "0.3")."""
-    ind, nl = module.default_indent, module.default_newline
-    base = stem(plan.class_name)
-    config_cls, config_var = f"{base}Config", f"{snake(base)}_config"
-    params = ""
-    if plan.params:
-        params = "params=" + _flat(dict(plan.params))
-    turn_note = (
-        "the turn limit of the legacy request (RolloutRequest.max_turns default)"
-        if plan.max_turns_from_request else "the loop's turn limit"
-    )
-    lines = [
-        f"class {config_cls}(AgentWorkflowConfig):",
-        f'{ind}"""Settings of the {plan.loop_name!r} workflow (migrated from the legacy loop {plan.class_name})."""',
-        "",
-        f"{ind}name: str = {_flat(plan.loop_name)}",
-        f"{ind}max_turns: int = {plan.max_turns}  # {turn_note}",
-    ]
-    if max_concurrent is not None:
-        lines.append(f"{ind}concurrency: ConcurrencyConfig = ConcurrencyConfig(max_concurrent={max_concurrent})")
-    if plan.tool_mode == "decorate":
-        tools_line = f"{ind * 3}tools=[{', '.join(t.function for t in plan.tools)}],"
-        doc = f"The tool loop of {plan.class_name} as a Strands agent: the same tools, at most max_turns model calls."
-    elif plan.tool_mode == "adapter":
-        tools_line = f"{ind * 3}tools=legacy_strands_tools({plan.schemas_expr}, {plan.executor}),"
-        doc = (f"The tool loop of {plan.class_name} as a Strands agent: its tools run through the loop's own "
-               "executor, at most max_turns model calls.")
+def _init_with_config(fn: cst.FunctionDef, module: cst.Module) -> cst.FunctionDef:
+    """``__init__`` taking the workflow config LocalBackend passes (``config=None``: after the existing parameters,
+    so every existing call keeps working) and handing it to ``AgentWorkflow.__init__``."""
+    p = fn.params
+    config = cst.Param(cst.Name("config"), default=cst.Name("None"), equal=_EQ)
+    if isinstance(p.star_arg, (cst.Param, cst.ParamStar)) or p.kwonly_params:
+        p = p.with_changes(kwonly_params=[*p.kwonly_params, config])
     else:
-        tools_line = None
-        doc = f"The model call of {plan.class_name} as a Strands agent (no tools)."
-    lines += [
-        "",
-        "",
-        f"{config_var} = {config_cls}()",
-        "",
-        "",
-        f"class {base}Workflow(AgentWorkflow[{config_cls}]):",
-        f'{ind}"""{doc}"""',
-        "",
-        f"{ind}async def run(self, ctx: AgentWorkflowContext[{config_cls}]) -> None:",
-        f"{ind * 2}config = ctx.config or {config_var}",
-        f"{ind * 2}agent = OsmosisStrandsAgent(",
-        f"{ind * 3}name=config.name,",
-        f"{ind * 3}model=OsmosisRolloutModel({params}),",
-        *([tools_line] if tools_line else []),
-        *([f"{ind * 3}tool_executor=SequentialToolExecutor(),  # the loop ran its tool calls one at a time"]
-          if plan.sequential and tools_line else []),
-        f"{ind * 3}messages=ctx.prompt,",
-        f"{ind * 3}callback_handler=None,",
-        f"{ind * 2})",
-    ]
-    if tools_line:
-        lines += [
-            f"{ind * 2}model_calls = 0",
-            "",
-            f"{ind * 2}def stop_after_max_turns(event: AfterToolsEvent) -> None:",
-            f"{ind * 3}# the legacy loop made at most max_turns model calls: stop after the tools of the last one",
-            f"{ind * 3}nonlocal model_calls",
-            f"{ind * 3}model_calls += 1",
-            f"{ind * 3}if model_calls >= config.max_turns:",
-            f"{ind * 4}agent.cancel(after_current_tools=True)",
-            "",
-            f"{ind * 2}agent.add_hook(stop_after_max_turns, AfterToolsEvent)",
-        ]
-    lines.append(f"{ind * 2}await agent.invoke_async()")
-    if plan.reward is not None:
-        lines += [
-            "",
-            "",
-            f"class {base}Grader(Grader):",
-            f'{ind}"""The reward {plan.class_name} passed to ctx.complete(), computed from the sample\'s final answer.',
-            "",
-            f"{ind}The legacy code sees the last assistant text as a one-message chat list, and the dataset label as",
-            f'{ind}metadata["ground_truth"] (unless the metadata has that key), as the legacy controller sent it.',
-            f'{ind}"""',
-            "",
-            f"{ind}async def grade(self, ctx: GraderContext) -> None:",
-            f"{ind * 2}metadata = dict(ctx.metadata or {{}})",
-            f"{ind * 2}if ctx.label is not None:",
-            f'{ind * 3}metadata.setdefault("ground_truth", ctx.label)',
-        ]
-        answer = f'{plan.messages_var} = [{{"role": "assistant", "content": last_assistant_text(sample.messages)}}]'
-        if target == "0.3":
-            lines += [
-                f"{ind * 2}sample = ctx.sample",
-                f"{ind * 2}{answer}",
-                f"{ind * 2}reward = {_REWARD_PLACEHOLDER}",
-                f"{ind * 2}ctx.set_reward(reward)",
-            ]
-        else:
-            lines += [
-                f"{ind * 2}for sample_id, sample in ctx.samples.items():",
-                f"{ind * 3}{answer}",
-                f"{ind * 3}reward = {_REWARD_PLACEHOLDER}",
-                f"{ind * 3}ctx.set_sample_reward(sample_id, reward)",
-            ]
-    text = nl.join(lines) + nl
-    stmts = list(cst.parse_module(text, config=module.config_for_parsing).body)
-    if plan.workflow_members:
-        wf = next(s for s in stmts if isinstance(s, cst.ClassDef) and s.name.value == f"{base}Workflow")
-        members = [_strip_annotations(m).with_changes(leading_lines=[cst.EmptyLine(indent=False), *(
-            l for l in m.leading_lines if l.comment is not None)]) for m in plan.workflow_members]
-        i = stmts.index(wf)
-        stmts[i] = wf.with_changes(body=wf.body.with_changes(body=[*wf.body.body, *members]))
-    if plan.reward is None:
-        return stmts
-    to_local = _MetadataToLocal(plan.metadata_expr_nodes)
-    reward = plan.reward.visit(to_local)
-    grader = stmts[-1]
-    assert isinstance(grader, cst.ClassDef)
-    # `reward = <placeholder>` takes the reward expression, and the statements computing its locals go before it;
-    # only the path to that statement is rebuilt (transforming the whole class cost more than writing it)
-    parent_of = parents(grader, whitespace=False)  # the parents of a statement's block are wanted
-    line = next(n for n in _walk(grader) if isinstance(n, cst.SimpleStatementLine) and _assigns_placeholder(n))
-    block = parent_of[id(line)]
-    assert isinstance(block, cst.IndentedBlock)
-    new_line = line.with_changes(body=[line.body[0].with_changes(value=reward)])
-    moved: list[cst.BaseStatement] = []
-    if plan.reward_statements:
-        moved = [s.visit(to_local).with_changes(leading_lines=[l for l in s.leading_lines if l.comment is not None])
-                 for s in plan.reward_statements]
-    at = list(block.body).index(line)
-    new_block = block.with_changes(body=[*block.body[:at], *moved, new_line, *block.body[at + 1:]])
-    grader = replace_node(grader, block, new_block, parent_of)
-    if plan.grader_members:
-        # each moved member keeps its comments, after one blank line
+        p = p.with_changes(params=[*p.params, config])
+    body = list(body_statements(fn))
+    supers = [i for i, s in enumerate(body) if isinstance(s, cst.SimpleStatementLine) and _is_bare_super_init(s)]
+    if supers:
+        body[supers[0]] = _statement("super().__init__(config)", module).with_changes(
+            leading_lines=body[supers[0]].leading_lines)
+    else:
+        at = 1 if body and is_docstring(body[0]) else 0
+        body.insert(at, _statement("super().__init__(config)  # AgentWorkflow keeps the workflow config", module))
+    if not isinstance(fn.body, cst.IndentedBlock):
+        return fn.with_changes(params=p, body=cst.IndentedBlock(body=body))
+    return fn.with_changes(params=p, body=fn.body.with_changes(body=body))
+
+
+def _is_bare_super_init(line: cst.SimpleStatementLine) -> bool:
+    small = line.body[0] if len(line.body) == 1 else None
+    call = small.value if isinstance(small, cst.Expr) else None
+    return (isinstance(call, cst.Call) and not call.args and isinstance(call.func, cst.Attribute)
+            and call.func.attr.value == "__init__" and isinstance(call.func.value, cst.Call)
+            and isinstance(call.func.value.func, cst.Name) and call.func.value.func.value == "super")
+
+
+# --------------------------------------------------------------------------------------------- the grader
+
+
+def grader_class(plan: RewritePlan, module: cst.Module) -> cst.ClassDef:
+    """The ``Grader`` of ``plan``: the loop's reward code moved from run() (``grader``), the reward run() handed
+    over in the sample's metrics (``carry``), or the documented starting rule (``none``)."""
+    reward = plan.reward
+    names = _grader_names(reward, plan.facts.ctx_name)
+    lines = _grader_head(plan, names)
+    stmts = cst.parse_module(_reindent("\n".join(lines) + "\n", module), config=module.config_for_parsing).body
+    cls = stmts[0]
+    assert isinstance(cls, cst.ClassDef)
+    if reward.mode == "grader":
+        cls = cls.visit(_FillSlice(reward, names))
+    if reward.members:
         members = [m.with_changes(leading_lines=[cst.EmptyLine(indent=False), *(
-            l for l in m.leading_lines if l.comment is not None)]) for m in plan.grader_members]
-        grader = grader.with_changes(body=grader.body.with_changes(body=[*grader.body.body, *members]))
-    stmts[-1] = grader
-    return stmts
+            line for line in m.leading_lines if line.comment is not None)]) for m in reward.members]
+        cls = cls.with_changes(body=cls.body.with_changes(body=[*cls.body.body, *members]))
+    return cls
 
 
-def _strip_annotations(member: cst.BaseStatement) -> cst.BaseStatement:
-    """A moved method without parameter/return annotations: they name legacy types (RolloutRequest, …) that
-    osmosis-ai no longer has."""
-    if not isinstance(member, cst.FunctionDef):
-        return member
-    p = member.params
-
-    def bare(params):
-        return [x.with_changes(annotation=None) for x in params]
-
-    return member.with_changes(returns=None, params=p.with_changes(
-        params=bare(p.params), posonly_params=bare(p.posonly_params), kwonly_params=bare(p.kwonly_params)))
+def _reindent(text: str, module: cst.Module) -> str:
+    ind = module.default_indent
+    if ind != "    ":
+        text = re.sub(r"^((?:    )+)", lambda m: ind * (len(m.group(1)) // 4), text, flags=re.M)
+    return text.replace("\n", module.default_newline)
 
 
-class _MetadataToLocal(cst.CSTTransformer):
-    def __init__(self, nodes: Sequence[cst.Attribute]) -> None:
-        self.ids = {id(n) for n in nodes}
+def _grader_names(reward: RewardPlan, ctx_name: Optional[str]) -> dict[str, str]:
+    """Names of the grader's locals, fresh with respect to the code moved into it (whose reads of run()'s
+    ``ctx_name`` all become the grader's own reads)."""
+    used: set[str] = set()
+    for node in [*(reward.statements or []), *([reward.expr] if reward.expr is not None else [])]:
+        used |= reads(node) | {n.value for t in _walk(node) if isinstance(t, cst.AssignTarget)
+                               for n in _walk(t.target) if isinstance(n, cst.Name)}
+    used.discard(ctx_name or "")
+    out: dict[str, str] = {}
+    for role, first in (("ctx", "ctx"), ("metadata", "metadata"), ("sample", "sample"), ("sample_id", "sample_id")):
+        name, n = first, 2
+        while name in used:
+            name, n = f"{first}_{n}", n + 1
+        out[role] = name
+        used.add(name)
+    return out
+
+
+def _grader_head(plan: RewritePlan, names: dict[str, str]) -> list[str]:
+    """The grader's text, with placeholders where the moved code goes (see :class:`_FillSlice`)."""
+    reward, ctx = plan.reward, names["ctx"]
+    doc = {
+        "grader": f"The reward {plan.name}.run() passed to ctx.complete(),\n    computed here from the rollout's "
+                  "sample.",
+        "carry": f"The reward {plan.name}.run() computed from state only it has ({', '.join(reward.state)}),\n"
+                 "    handed over in the sample's metrics.",
+        "none": f"A starting point for {plan.name}'s reward (the legacy controller computed it):\n    1.0 when "
+                "the dataset label is in the final assistant answer.",
+    }[reward.mode]
+    lines = [f"class {plan.grader}(Grader):", f'    """{doc} Written by osmosis-migrate."""', "",
+             f"    async def grade(self, {ctx}: GraderContext) -> None:"]
+    one = plan.target != "0.2"
+    sample = f"{ctx}.sample" if one else names["sample"]
+    ind = "        " if one else "            "
+    if not one:
+        lines.append(f"        for {names['sample_id']}, {names['sample']} in {ctx}.samples.items():")
+    set_reward = (lambda value: f"{ind}{ctx}.set_reward({value})") if one else (
+        lambda value: f"{ind}{ctx}.set_sample_reward({names['sample_id']}, {value})")
+    if reward.mode == "carry":
+        return [*lines, set_reward(f'{sample}.metrics.get("reward")')]
+    if reward.mode == "none":
+        return [*lines, f"{ind}answer = _last_assistant_text({sample}.messages)",
+                set_reward(f"1.0 if {ctx}.label and str({ctx}.label).strip() in answer else 0.0")]
+    if reward.messages_var is not None:
+        lines.append(f"{ind}{reward.messages_var} = list({sample}.messages)")
+    if reward.metadata_nodes:
+        md = names["metadata"]
+        lines += [f"{ind}{md} = dict({ctx}.metadata or {{}})", f"{ind}if {ctx}.label is not None:",
+                  f'{ind}    {md}.setdefault("ground_truth", {ctx}.label)  # where the legacy controller put the label']
+    return [*lines, f"{ind}{_SLICE}", set_reward(_REWARD)]
+
+
+class _FillSlice(cst.CSTTransformer):
+    """Puts the moved reward code where the grader's placeholders are, its metadata reads rewritten."""
+
+    def __init__(self, reward: RewardPlan, names: dict[str, str]) -> None:
+        super().__init__()
+        to_grader = _ToGrader(reward, names)
+        self.statements = [s.visit(to_grader).with_changes(
+            leading_lines=[line for line in s.leading_lines if line.comment is not None]) for s in reward.statements]
+        assert reward.expr is not None
+        self.expr = reward.expr.visit(to_grader)
+
+    def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):  # type: ignore[override]
+        small = updated.body[0]
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Name) and small.value.value == _SLICE:
+            return cst.FlattenSentinel(self.statements) if self.statements else cst.RemoveFromParent()
+        return updated
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
+        return self.expr if original.value == _REWARD else updated
+
+
+class _ToGrader(cst.CSTTransformer):
+    """Moved reward code as the grader reads it: the dataset label from ``ctx.label``, the request metadata from the
+    rebuilt dict."""
+
+    def __init__(self, reward: RewardPlan, names: dict[str, str]) -> None:
+        super().__init__()
+        self.reward, self.names = reward, names
 
     def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):  # type: ignore[override]
-        if id(original) in self.ids:
-            return cst.Name("metadata")
+        key = id(original)
+        ctx = self.names["ctx"]
+        if key in self.reward.label_nodes:
+            default = self.reward.label_nodes[key]
+            label = _expr(f"{ctx}.label")
+            if default is None:
+                return label
+            return cst.IfExp(test=_expr(f"{ctx}.label is not None"), body=label, orelse=default,
+                             lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        if key in self.reward.metadata_nodes:
+            return cst.Name(self.names["metadata"])
         return updated
 
 
-def _assigns_placeholder(line: cst.SimpleStatementLine) -> bool:
-    """``reward = <placeholder>``: the line of the grader template that takes the reward expression."""
-    small = line.body[0] if len(line.body) == 1 else None
-    return (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
-            and small.targets[0].target.value == "reward" and isinstance(small.value, cst.Name)
-            and small.value.value == _REWARD_PLACEHOLDER)
+# --------------------------------------------------------------------------------------------- serving lines
 
 
 def wrap_statement(class_name: str, loop_expr: str, module: cst.Module) -> cst.SimpleStatementLine:
@@ -342,13 +455,13 @@ def wrap_statement(class_name: str, loop_expr: str, module: cst.Module) -> cst.S
 
 
 def backend_statement(
-    backend_var: str, class_name: str, config_expr: str, module: cst.Module, grader: bool = True
+    backend_var: str, workflow: str, config_expr: str, module: cst.Module, grader: Optional[str]
 ) -> cst.SimpleStatementLine:
-    base = stem(class_name)
+    """``<backend_var> = LocalBackend(workflow=…, workflow_config=…, grader=…)`` (one argument per line)."""
     ind, nl = module.default_indent, module.default_newline
-    grader_line = f"{ind}grader={base}Grader,{nl}" if grader else ""
+    grader_line = f"{ind}grader={grader},{nl}" if grader else ""
     text = (
-        f"{backend_var} = LocalBackend({nl}{ind}workflow={base}Workflow,{nl}{ind}workflow_config={config_expr},{nl}"
+        f"{backend_var} = LocalBackend({nl}{ind}workflow={workflow},{nl}{ind}workflow_config={config_expr},{nl}"
         f"{grader_line}){nl}"
     )
     stmt = cst.parse_statement(text, config=module.config_for_parsing)
@@ -360,167 +473,3 @@ def server_call(backend_var: str) -> cst.Call:
     expr = cst.parse_expression(f"create_rollout_server(backend={backend_var})")
     assert isinstance(expr, cst.Call)
     return expr
-
-
-# ------------------------------------------------------------------------------------------------ legacy helpers
-
-#: Modules of the legacy SDK (osmosis-ai <= 0.2.17) whose small helpers a rewritten file may still call (the tool
-#: executor it kept, the schema list it still builds); osmosis-ai 0.2.18+ has none of them, so the rewrite writes
-#: their definition into the file (spec/legacy-protocol.md §2.10) instead of importing them.
-LEGACY_HELPER_MODULES = (
-    "osmosis_ai", "osmosis_ai.rollout", "osmosis_ai.rollout.tools", "osmosis_ai.rollout.core",
-    "osmosis_ai.rollout.core.schemas", "osmosis_ai.rollout.core.exceptions", "osmosis_ai.rollout.utils",
-)
-_LEGACY_NOTE = "legacy SDK helper, written by osmosis-migrate: osmosis-ai 0.2.18+ has none"
-LEGACY_HELPERS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "ToolExecutionError": (f'''\
-class ToolExecutionError(Exception):
-    """A tool failed ({_LEGACY_NOTE})."""
-
-    def __init__(self, message, tool_call_id="", tool_name=""):
-        super().__init__(message)
-        self.tool_call_id = tool_call_id
-        self.tool_name = tool_name
-''', ()),
-    "ToolArgumentError": (f'''\
-class ToolArgumentError(ToolExecutionError):
-    """A tool call's arguments are not a JSON object ({_LEGACY_NOTE})."""
-''', ("ToolExecutionError",)),
-    "parse_tool_arguments": (f'''\
-def parse_tool_arguments(arguments):
-    """A tool call's arguments as a dict ({_LEGACY_NOTE})."""
-    import json
-
-    if isinstance(arguments, dict):
-        return arguments
-    if not isinstance(arguments, str):
-        raise ToolArgumentError(f"Expected str or dict arguments, got {{type(arguments).__name__}}")
-    try:
-        value = json.loads(arguments)
-    except json.JSONDecodeError as exc:
-        raise ToolArgumentError(f"Invalid JSON arguments: {{exc}}") from exc
-    if not isinstance(value, dict):
-        raise ToolArgumentError(f"Expected dict from JSON, got {{type(value).__name__}}")
-    return value
-''', ("ToolArgumentError",)),
-    "get_tool_call_info": (f'''\
-def get_tool_call_info(tool_call):
-    """(id, function name, arguments dict) of an OpenAI tool call ({_LEGACY_NOTE})."""
-    tool_call_id = tool_call.get("id", "unknown")
-    function = tool_call.get("function", {{}})
-    name = function.get("name", "")
-    try:
-        arguments = parse_tool_arguments(function.get("arguments", {{}}))
-    except ToolArgumentError as exc:
-        raise ToolArgumentError(str(exc), tool_call_id=tool_call_id, tool_name=name) from exc
-    return tool_call_id, name, arguments
-''', ("parse_tool_arguments", "ToolArgumentError")),
-    "create_tool_result": (f'''\
-def create_tool_result(tool_call_id, content):
-    """A tool message ({_LEGACY_NOTE})."""
-    return {{"role": "tool", "content": content, "tool_call_id": tool_call_id}}
-''', ()),
-    "create_tool_error_result": (f'''\
-def create_tool_error_result(tool_call_id, error_message):
-    """A tool message reporting an error ({_LEGACY_NOTE})."""
-    return create_tool_result(tool_call_id, "Error: " + error_message)
-''', ("create_tool_result",)),
-    "serialize_tool_result": (f'''\
-def serialize_tool_result(result):
-    """A tool's value as message text ({_LEGACY_NOTE})."""
-    import json
-
-    if isinstance(result, bool):
-        return json.dumps(result)
-    if isinstance(result, (int, float)):
-        return str(result)
-    if isinstance(result, str):
-        return result
-    return json.dumps(result)
-''', ()),
-    "execute_tool_calls": (f'''\
-async def execute_tool_calls(tool_calls, executor):
-    """Run ``executor`` on every tool call concurrently; the results in call order ({_LEGACY_NOTE})."""
-    import asyncio
-
-    if not tool_calls:
-        return []
-    return list(await asyncio.gather(*[executor(tool_call) for tool_call in tool_calls]))
-''', ()),
-    "OpenAIFunctionToolSchema": (f'''\
-def OpenAIFunctionToolSchema(type="function", function=None):
-    """A tool schema as the dict the legacy model dumped to ({_LEGACY_NOTE})."""
-    return {{"type": type, "function": function}}
-''', ()),
-    "OpenAIFunctionSchema": (f'''\
-def OpenAIFunctionSchema(name, description, parameters=None, strict=False):
-    """A function schema as the dict the legacy model dumped to ({_LEGACY_NOTE})."""
-    if parameters is None:
-        parameters = {{"type": "object", "properties": {{}}, "required": []}}
-    return {{"name": name, "description": description, "parameters": parameters, "strict": strict}}
-''', ()),
-    "OpenAIFunctionParametersSchema": (f'''\
-def OpenAIFunctionParametersSchema(type, properties, required, **extra):
-    """A parameters schema as the dict the legacy model dumped to ({_LEGACY_NOTE})."""
-    return {{"type": type, "properties": properties, "required": required, **extra}}
-''', ()),
-    "OpenAIFunctionPropertySchema": (f'''\
-def OpenAIFunctionPropertySchema(type=None, description=None, enum=None, **extra):
-    """A property schema as the dict the legacy model dumped to ({_LEGACY_NOTE})."""
-    fields = {{"type": type, "description": description, "enum": enum}}
-    return {{**{{k: v for k, v in fields.items() if v is not None}}, **extra}}
-''', ()),
-}
-
-
-def legacy_helper_statements(names: Sequence[str], module: cst.Module) -> list[cst.BaseStatement]:
-    """Definitions of the legacy helpers ``names`` and those they need, dependencies first."""
-    order: list[str] = []
-    for name in names:
-        _add_helper(name, order)
-    ind, nl = module.default_indent, module.default_newline
-    out: list[cst.BaseStatement] = []
-    for name in order:
-        stmt = _parsed(LEGACY_HELPERS[name][0], ind, nl)
-        out.append(stmt.with_changes(leading_lines=[cst.EmptyLine(indent=False)] * 2))
-    return out
-
-
-def _add_helper(name: str, order: list[str]) -> None:
-    """Append the legacy helper ``name`` to ``order`` after those it needs, each once."""
-    if name in order:
-        return
-    for dep in LEGACY_HELPERS[name][1]:
-        _add_helper(dep, order)
-    order.append(name)
-
-
-def inline_legacy_helpers(module: cst.Module, ctx: RuleContext, code: str = "OM304") -> cst.Module:
-    """Legacy SDK helpers the file still calls (get_tool_call_info, create_tool_result, the schema classes, …) are
-    written into it and their import dropped: osmosis-ai 0.2.18+ has none of them (spec/legacy-protocol.md §2.10)."""
-    table = ImportTable.of(module)
-    candidates = [local for local, q in table.names.items()
-                  if local in LEGACY_HELPERS and q == f"{q.rpartition('.')[0]}.{local}"
-                  and q.rpartition(".")[0] in LEGACY_HELPER_MODULES]
-    if not candidates:
-        return module
-    used = ctx.used_names_among(module, candidates)  # = used_names(module) & candidates, walking little
-    wanted = [name for name in candidates if name in used]
-    if not wanted:
-        return module
-    module, _ = remove_unused_imports(module, wanted, set())  # their definitions come in: every import goes
-    defs = legacy_helper_statements(wanted, module)
-    body = list(module.body)
-    at = 0
-    for i, stmt in enumerate(body):
-        if isinstance(stmt, cst.SimpleStatementLine) and all(isinstance(x, (cst.Import, cst.ImportFrom)) for x in stmt.body):
-            at = i + 1
-    if at == 0 and body and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Expr) \
-            and isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
-        at = 1  # after the module docstring
-    if at < len(body):
-        body[at] = body[at].with_changes(leading_lines=[cst.EmptyLine(indent=False)] * 2 + [
-            l for l in body[at].leading_lines if l.comment is not None])
-    body[at:at] = defs
-    ctx.edit(code, 0, "legacy SDK helpers written into the file (osmosis-ai 0.2.18+ has none): " + ", ".join(sorted(wanted)))
-    return module.with_changes(body=body)

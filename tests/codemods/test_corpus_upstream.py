@@ -37,6 +37,15 @@ XFAIL = {
         "its MCP server is started with `uvx`, which this machine lacks: MCPClientInitializationError",
     "corpus/strands/samples__02-samples__03-aws-assistant-mcp__aws_cost_assistant.py":
         "its MCP server is started with `uvx`, which this machine lacks: MCPClientInitializationError",
+    "corpus/legacy/osmrre__server.py":
+        "its reward comes from `rewards.compute_reward`, a sibling module the corpus does not have; the harness's "
+        "permissive stub returns no number, so the sample's reward fails validation",
+    "corpus/legacy/osmrre__rollout_server__server__caef275.py":
+        "its reward comes from `rewards.compute_reward`, a sibling module the corpus does not have; the harness's "
+        "permissive stub returns no number, so the sample's reward fails validation",
+    "corpus/legacy/osmsdk__osmosis_ai__rollout__mcp__agent_loop.py":
+        "a library class: its caller passes the MCP server (`MCPAgentLoop(mcp_server)`), which this module never "
+        "builds; served on its own it has none (AttributeError on None._tool_manager)",
     # the fake policy
     "corpus/openai/oaa__examples__model_providers__litellm_auto.py": NO_STRUCTURED_OUTPUT.format("output_type=Result"),
     "fixtures/strands_agent/structured_output.py": NO_STRUCTURED_OUTPUT.format("structured_output_async"),

@@ -20,7 +20,7 @@ import pytest
 
 from codemods.driver import migrate_source
 from tests.codemods._fixtures import FIXTURES, fixture_files
-from tests.codemods.test_legacy_loop_behaviour import CASES, _legacy_rewards, _load, _messages
+from tests.codemods.test_legacy_loop_behaviour import CASES, _load, _messages, legacy_outcomes
 from tests.upstream.servers import UpstreamServer
 from tests.upstream.venvs import require_upstream, upstream_env
 
@@ -133,6 +133,6 @@ async def test_migrated_legacy_examples_earn_the_same_rewards_on_the_real_server
     assert "OM301" in {e.code for e in result.edits}
     migrated = tmp_path / f"migrated_{source.stem}.py"
     migrated.write_text(result.new_text)
-    expected = await _legacy_rewards(_load(text, tmp_path), CASES)
+    expected = [o.reward for o in await legacy_outcomes(_load(text, tmp_path).app, CASES)]
     assert expected == [1.0, 1.0, 0.0, 1.0]
     assert await _upstream_rewards(migrated, target, CASES) == expected
