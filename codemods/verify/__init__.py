@@ -34,7 +34,7 @@ from codemods.verify.model import (
     RunOutcome,
 )
 from codemods.verify.plan import WORKFLOW, Target, Unchanged, own_prompt, plan_file
-from codemods.verify.runner import SideFailed, SideSpec, run_side
+from codemods.verify.runner import SideFailed, SideSpec, Zygote, run_side
 
 __all__ = ["DIFFERENT", "ERROR", "NOT_VERIFIED", "SAME", "SAMPLE_CASES", "CaseOutcome", "FileVerification",
            "RunOutcome", "verify_migrations", "verify_file"]
@@ -51,19 +51,22 @@ def verify_migrations(items: Sequence[tuple[str, str, str, Sequence[Any]]],
 
     if importlib.util.find_spec("osmosis_compat") is None:  # pragma: no cover - depends on the installation
         raise ImportError("--verify needs osmosis-compat installed (pip install osmosis-compat)")
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return list(pool.map(lambda item: verify_file(*item, cases=cases), items))
+    plans = [plan_file(old, new, edits) for _, old, new, edits in items]
+    if not any(isinstance(p, list) for p in plans):  # nothing to run: no process to start
+        return [verify_file(*item, cases=cases) for item in items]
+    with Zygote() as zygote, ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return list(pool.map(lambda item: verify_file(*item, cases=cases, zygote=zygote), items))
 
 
 def verify_file(path: str, old: str, new: str, edits: Sequence[Any],
-                cases: Sequence[tuple[str, str]] = SAMPLE_CASES) -> FileVerification:
-    """The verdict for one file (see the package docstring)."""
+                cases: Sequence[tuple[str, str]] = SAMPLE_CASES, zygote: Optional[Zygote] = None) -> FileVerification:
+    """The verdict for one file (see the package docstring); ``zygote`` runs the sides (else a process each)."""
     plan = plan_file(old, new, edits)
     if isinstance(plan, Unchanged):
         return FileVerification(path, SAME, how=plan.how)
     if isinstance(plan, str):
         return FileVerification(path, NOT_VERIFIED, plan)
-    verdicts = [_verify_target(path, old, new, target, tuple(cases)) for target in plan]
+    verdicts = [_verify_target(path, old, new, target, tuple(cases), zygote) for target in plan]
     stubs = sorted({s for v in verdicts for s in v.stubs})
     how = "; ".join(v.how or "" for v in verdicts)
     all_cases = [c for v in verdicts for c in v.cases]
@@ -75,14 +78,15 @@ def verify_file(path: str, old: str, new: str, edits: Sequence[Any],
     return FileVerification(path, SAME, None, all_cases, how, stubs)
 
 
-def _verify_target(path: str, old: str, new: str, target: Target, cases: tuple) -> FileVerification:
+def _verify_target(path: str, old: str, new: str, target: Target, cases: tuple,
+                   zygote: Optional[Zygote]) -> FileVerification:
     entry = target.entry.to_json() if target.entry else None
     label = f"`{target.name}`"
     try:
-        originals = run_side(SideSpec(target.mode, path, old, entry, None, cases))
+        originals = run_side(SideSpec(target.mode, path, old, entry, None, cases), zygote=zygote)
         fed = _migrated_cases(old, target, cases, originals)
         migrated = run_side(SideSpec(target.migrated_mode, path, new, entry, target.workflow,
-                                     tuple(c for _, c in fed)))
+                                     tuple(c for _, c in fed), old), zygote=zygote)
     except SideFailed as exc:
         return FileVerification(path, ERROR if exc.ours else NOT_VERIFIED, f"{label}: {exc}", how=target.how)
     stubs = sorted({s for run in [*originals, *migrated] for s in run.stubs})

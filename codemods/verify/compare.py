@@ -64,10 +64,11 @@ def _show(message: tuple) -> str:
 
 
 def not_comparable(run: RunOutcome) -> Optional[str]:
-    """Why the original side of a case cannot be compared (it failed, or it never called a model), or ``None``."""
+    """Why the original side of a case cannot be compared (it reached outside the sandbox — even when it went on
+    without, its real behaviour depends on what it would have got —, it failed, or it never called a model)."""
+    if run.external:
+        return "the original needs " + "; ".join(run.external)
     if run.error is not None:
-        if run.error_kind == "external":
-            return "the original needs " + "; ".join(run.external or [run.error])
         if run.error_kind == "missing-file":
             return f"the program's entry {run.error}"
         if run.error_kind == "environment":

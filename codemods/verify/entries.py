@@ -50,16 +50,21 @@ class Entry:
                 "stdin_after": list(self.stdin_after)}
 
 
-def find_entry(text: str, driver: Optional[str]) -> Union[Entry, str]:
+def find_entry(text: str, driver: Optional[str], drivers: frozenset = frozenset()) -> Union[Entry, str]:
     """The entry that reaches ``driver`` (a top-level function name, ``"__main__"`` for the ``__main__`` block,
-    ``"<module>"`` for module-level code, ``None`` when the migration named none), or the reason there is none."""
+    ``"<module>"`` for module-level code, ``None`` when the migration named none), or the reason there is none.
+    ``drivers``: every driver migrated in the file — a script that runs several of them is not the entry of one."""
     tree = ast.parse(text)
     main_block = _main_block(tree)
     functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     script_calls = _called_names(main_block or []) | _called_names(_module_statements(tree))
-    if driver in (None, "__main__", "<module>") or (driver in functions and driver in script_calls):
-        if driver is None and main_block is None:
-            handler = _lambda_handler(functions)
+    alone = not (script_calls & (set(drivers) - {driver}))
+    if driver in (None, "__main__", "<module>") or (driver in functions and driver in script_calls and alone):
+        if driver is None:
+            served = _served_route(tree, main_block, functions)
+            if served is not None:  # the script starts a server: its route is how a prompt gets in
+                return _call_entry(served)
+            handler = _lambda_handler(functions) if main_block is None else None
             if handler is not None:
                 return _call_entry(handler)
         return _script_entry(tree, main_block, driver, functions.get(driver or ""))
@@ -92,6 +97,25 @@ def _called_names(statements: list[ast.stmt]) -> set[str]:
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                 names.add(node.func.id)
     return names
+
+
+def _served_route(tree: ast.Module, main_block, functions: dict) -> Optional[ast.AST]:
+    """The first route of the app the script serves (``uvicorn.run(app)``, ``app.run()``): a function decorated with
+    an attribute of that app (``@app.post(...)``, ``@app.entrypoint``)."""
+    apps = {t.id for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+            for t in n.targets if isinstance(t, ast.Name)}
+    script = [*(main_block or []), *_module_statements(tree)]
+    script += [s for name in _called_names(script) if name in functions for s in functions[name].body]
+    runs = [c for s in script for c in _calls(s)]
+    served = {_attr_name(c.args[0]) for c in runs if _call_name(c).endswith("uvicorn.run") and c.args}
+    served |= {_call_name(c).rsplit(".", 1)[0] for c in runs if _call_name(c).endswith((".run", ".serve"))}
+    served &= apps
+    for fn in functions.values():
+        for decorator in fn.decorator_list:
+            target = decorator.func if isinstance(decorator, ast.Call) else decorator
+            if isinstance(target, ast.Attribute) and _attr_name(target.value) in served:
+                return fn
+    return None
 
 
 def _lambda_handler(functions: dict) -> Optional[ast.AST]:
@@ -197,17 +221,13 @@ def _repl_exit_words(tree: ast.Module) -> tuple[str, ...]:
 # ------------------------------------------------------------------------------------------------ call
 
 
-def _call_entry(fn) -> Union[Entry, str]:
+def _call_entry(fn) -> Entry:
     params = fn.args.args
     required = len(params) - len(fn.args.defaults)
     if required == 0:
         return Entry(CALL, fn.name, NO_ARGUMENT, description=f"`{fn.name}()` called")
     first = params[0].arg
-    others = [p.arg for p in params[1:required]]
-    used = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
-    if any(o in used for o in others):
-        return (f"`{fn.name}` takes {required} required arguments ({', '.join(p.arg for p in params[:required])}) "
-                "and uses more than the prompt: no sample input can be built for them")
+    others = [p.arg for p in params[1:required]]  # a Lambda/AgentCore `context`…: None, as a local invocation
     keys = _reads_keys(fn, first)
     attrs = _reads_attrs(fn, first)
     annotation = _annotation_name(params[0].annotation)

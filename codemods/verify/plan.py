@@ -58,8 +58,9 @@ def plan_file(old: str, new: str, edits: Sequence[Any]) -> Union[list[Target], U
                        "the loop's server over the legacy protocol vs the migrated server over the workflow protocol")]
     wrapped = _wrapped_drivers(edits, new_tree)
     targets: list[Target] = []
+    drivers = frozenset(d for d, _ in wrapped)
     for driver, workflow in wrapped:
-        entry = find_entry(old, driver)
+        entry = find_entry(old, driver, drivers)
         if isinstance(entry, str):
             return entry
         targets.append(Target(driver if driver not in ("__main__", "<module>") else workflow, entry.kind, entry,

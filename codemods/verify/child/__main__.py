@@ -28,7 +28,7 @@ def main(spec_path: str, out_path: str) -> None:
     sandbox.install(walls)
     sys.path.insert(0, os.path.dirname(os.path.abspath(spec["path"])))
     try:
-        records = _run(spec, walls)
+        records = _run(spec, walls, os.path.dirname(os.path.abspath(out_path)))
         result: dict[str, Any] = {"records": records}
     except Exception as exc:  # noqa: BLE001 - reported to the parent, which names the file
         result = {"fatal": f"{type(exc).__name__}: {exc}"}
@@ -38,16 +38,17 @@ def main(spec_path: str, out_path: str) -> None:
     os._exit(0)  # threads the program left running (servers, pools) must not hold the verdict
 
 
-def _run(spec: dict, walls: Any) -> list[dict]:
+def _run(spec: dict, walls: Any, scratch: str) -> list[dict]:
     from codemods.verify.child import sandbox
     from codemods.verify.child.served import run_legacy, run_workflow
 
     mode, path, text, timeout = spec["mode"], os.path.abspath(spec["path"]), spec["text"], float(spec["timeout"])
     cases = spec["cases"]
+    sandbox.placeholder_environment(walls, spec.get("original") or text)
     if mode == "workflow":
         _preload_runtime()
         sandbox.stub_missing(walls, path)
-        return run_workflow(text, path, spec.get("workflow"), cases, timeout, walls)
+        return run_workflow(text, path, spec.get("workflow"), cases, timeout, walls, scratch)
     if mode == "legacy":
         _preload_runtime()
         sandbox.stub_missing(walls, path)
@@ -70,25 +71,30 @@ def _run_original(spec: dict, path: str, text: str, cases: list[dict], timeout: 
     from codemods.verify.child.program import run_case
     from codemods.verify.child.record import outcome
     from codemods.verify.entries import Entry
-    from osmosis_compat.testing import FakeWorkflowController, ScriptedPolicy
+    from codemods.verify.child.policy import verify_policy
+    from osmosis_compat.testing import FakeWorkflowController, serve_app
 
     _preload_runtime()
     entry = Entry(**{**spec["entry"], "keys": tuple(spec["entry"]["keys"]), "argv": tuple(spec["entry"]["argv"]),
                      "stdin_after": tuple(spec["entry"]["stdin_after"])})
-    policy = ScriptedPolicy()
+    policy = verify_policy()
     controller = FakeWorkflowController(policy)
     records = []
-    with controller.serve():
-        redirect.install(controller.chat_completions_url, controller.controller_api_key or "verify", walls.stubs,
-                         text)
-        sandbox.stub_missing(walls, path)
-        for case in cases:
-            before = len(controller.chat_requests())
-            side = run_forked(lambda: run_case(text, path, entry, case["prompt"], timeout), walls, path, timeout)
-            bodies = [r.body for r in controller.chat_requests()[before:]]
-            records.append(outcome(policy, bodies, side))
+    controller.url = serve_app(controller.app).url  # never closed: the process exits once the records are written
+    redirect.install(controller.chat_completions_url, controller.controller_api_key or "verify", walls.stubs, text)
+    sandbox.stub_missing(walls, path)
+    for case in cases:
+        before = len(controller.chat_requests())
+        side = run_forked(lambda: run_case(text, path, entry, case["prompt"], timeout), walls, path, timeout)
+        bodies = [r.body for r in controller.chat_requests()[before:]]
+        records.append(outcome(policy, bodies, side))
     return records
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    if sys.argv[1:] == ["--zygote"]:
+        from codemods.verify.child.zygote import serve
+
+        serve()
+    else:
+        main(sys.argv[1], sys.argv[2])

@@ -47,7 +47,8 @@ def final_answer(policy: Any, bodies: list[Any]) -> Optional[str]:
     if not bodies:
         return None
     body = bodies[-1] if isinstance(bodies[-1], dict) else {}
-    message = policy.reply(body.get("messages") or [], body.get("tools") or [])["choices"][0]["message"]
+    params = {k: body[k] for k in ("response_format", "tool_choice") if body.get(k) is not None}
+    message = policy.reply(body.get("messages") or [], body.get("tools") or [], params=params)["choices"][0]["message"]
     return (message.get("content") or "").strip() or None
 
 

@@ -24,7 +24,7 @@ import types
 from typing import Any
 
 #: Strands model modules whose ``*Model`` classes are redirected (those whose provider SDK is installed).
-_STRANDS_MODELS = ("bedrock", "openai", "openai_responses", "anthropic", "ollama", "mistral", "writer", "llamaapi",
+STRANDS_MODELS = ("bedrock", "openai", "openai_responses", "anthropic", "ollama", "mistral", "writer", "llamaapi",
                    "gemini", "llamacpp", "sagemaker")
 #: Sampling settings a redirected Strands model keeps (``stop_sequences`` → ``stop``), as the migrator carries them.
 _SAMPLING = ("temperature", "max_tokens", "top_p")
@@ -82,7 +82,7 @@ def _strands(base_url: str, api_key: str, stubs: list[str]) -> None:
     except ImportError:
         return
     replaced: dict[Any, Any] = {}
-    for module_name in _STRANDS_MODELS:
+    for module_name in STRANDS_MODELS:
         try:
             module = importlib.import_module(f"strands.models.{module_name}")
         except ImportError as exc:  # its provider SDK is missing: the module offers the redirected class anyway

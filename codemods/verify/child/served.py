@@ -9,7 +9,8 @@ shows up as a difference in the second case.
 from __future__ import annotations
 
 import asyncio
-import tempfile
+import os
+import random
 import types
 from pathlib import Path
 from itertools import count
@@ -53,24 +54,24 @@ def workflow_app(module: types.ModuleType, workflow_name: Optional[str], artifac
 
 
 def run_workflow(text: str, path: str, workflow_name: Optional[str], cases: list[dict], timeout: float,
-                 walls: Walls) -> list[dict]:
-    """One rollout per case against the migrated module's workflow; a record per case."""
-    from osmosis_compat.testing import FakeWorkflowController, ScriptedPolicy, serve_app
+                 walls: Walls, scratch: str) -> list[dict]:
+    """One rollout per case against the migrated module's workflow; a record per case (artifacts in ``scratch``)."""
+    from codemods.verify.child.policy import verify_policy
+    from osmosis_compat.testing import FakeWorkflowController, serve_app
 
-    policy = ScriptedPolicy()
-    records: list[dict] = []
-    with tempfile.TemporaryDirectory(prefix="osmosis-verify-") as artifacts:
-        try:
-            with case_timer(timeout):
-                module = load_module(text, path, path.rsplit("/", 1)[-1].removesuffix(".py").replace(".", "_"))
-                app, grade = workflow_app(module, workflow_name, artifacts)
-        except Exception as exc:  # noqa: BLE001 - the migrated program: reported as its outcome
-            return [outcome(policy, [], side_of(walls, error=exc, path=path)) for _ in cases]
-        controller = FakeWorkflowController(policy)
-        with controller.serve(), serve_app(app) as server:
-            for case in cases:
-                records.append(_drive(controller, policy, server.url, case, grade, timeout, walls, path))
-    return records
+    policy = verify_policy()
+    artifacts = os.path.join(scratch, "artifacts")
+    try:
+        with case_timer(timeout):
+            module = load_module(text, path, path.rsplit("/", 1)[-1].removesuffix(".py").replace(".", "_"))
+            app, grade = workflow_app(module, workflow_name, artifacts)
+    except Exception as exc:  # noqa: BLE001 - the migrated program: reported as its outcome
+        return [outcome(policy, [], side_of(walls, error=exc, path=path)) for _ in cases]
+    controller = FakeWorkflowController(policy)
+    # never closed: graceful shutdown would wait for the rollout clients' keep-alive connections; the process exits
+    controller.url = serve_app(controller.app).url
+    server = serve_app(app)
+    return [_drive(controller, policy, server.url, case, grade, timeout, walls, path) for case in cases]
 
 
 def _drive(controller: Any, policy: Any, url: str, case: dict, grade: bool, timeout: float, walls: Walls,
@@ -78,6 +79,7 @@ def _drive(controller: Any, policy: Any, url: str, case: dict, grade: bool, time
     from osmosis_compat.workflow.messages import last_assistant_text  # noqa: F401 - imported for the shim's side
 
     rollout_id = f"verify-{next(_ids)}"
+    random.seed(0)  # as the original's run (program.run_case)
     try:
         record = asyncio.run(controller.run_rollout(
             url, rollout_id=rollout_id, initial_messages=[{"role": "user", "content": case["prompt"]}],
@@ -102,9 +104,10 @@ def run_legacy(text: str, path: str, cases: list[dict], timeout: float, walls: W
     driven over the legacy protocol with the label as ``metadata["ground_truth"]``."""
     from osmosis_compat.legacy import RolloutAgentLoop
     from osmosis_compat.server.legacy_app import create_app
-    from osmosis_compat.testing import FakeTrainGate, ScriptedPolicy, serve_app
+    from codemods.verify.child.policy import verify_policy
+    from osmosis_compat.testing import FakeTrainGate, serve_app
 
-    policy = ScriptedPolicy()
+    policy = verify_policy()
     try:
         with case_timer(timeout):
             module = load_module(text, path, path.rsplit("/", 1)[-1].removesuffix(".py").replace(".", "_"))
@@ -118,23 +121,25 @@ def run_legacy(text: str, path: str, cases: list[dict], timeout: float, walls: W
     except Exception as exc:  # noqa: BLE001 - the user's program
         return [outcome(policy, [], side_of(walls, error=exc, path=path)) for _ in cases]
     records = []
-    with FakeTrainGate(policy).serve() as gate, serve_app(app) as server:
-        for case in cases:
-            rollout_id = f"verify-{next(_ids)}"
-            try:
-                record = asyncio.run(gate.run_rollout(
-                    server.url, rollout_id=rollout_id, messages=[{"role": "user", "content": case["prompt"]}],
-                    metadata={"ground_truth": case["label"]}, timeout=timeout,
-                ))
-            except Exception as exc:  # noqa: BLE001
-                records.append(outcome(policy, _legacy_bodies(gate, rollout_id), side_of(walls, error=exc, path=path)))
-                continue
-            bodies = _legacy_bodies(gate, rollout_id)
-            if record.status != "COMPLETED":
-                error = str((record.callback or {}).get("error_message"))
-                records.append(outcome(policy, bodies, side_of(walls, error_text=f"rollout failed: {error}")))
-            else:
-                records.append(outcome(policy, bodies, side_of(walls), reward=record.reward))
+    gate = FakeTrainGate(policy)
+    gate.url = serve_app(gate.app).url  # never closed (see run_workflow)
+    server = serve_app(app)
+    for case in cases:
+        rollout_id = f"verify-{next(_ids)}"
+        try:
+            record = asyncio.run(gate.run_rollout(
+                server.url, rollout_id=rollout_id, messages=[{"role": "user", "content": case["prompt"]}],
+                metadata={"ground_truth": case["label"]}, timeout=timeout,
+            ))
+        except Exception as exc:  # noqa: BLE001
+            records.append(outcome(policy, _legacy_bodies(gate, rollout_id), side_of(walls, error=exc, path=path)))
+            continue
+        bodies = _legacy_bodies(gate, rollout_id)
+        if record.status != "COMPLETED":
+            error = str((record.callback or {}).get("error_message"))
+            records.append(outcome(policy, bodies, side_of(walls, error_text=f"rollout failed: {error}")))
+        else:
+            records.append(outcome(policy, bodies, side_of(walls), reward=record.reward))
     return records
 
 
