@@ -19,6 +19,7 @@ and the frameworks. Verification imports and runs the user's code, as serving it
 
 from __future__ import annotations
 
+import contextlib
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional, Sequence
 
@@ -37,12 +38,15 @@ from codemods.verify.plan import WORKFLOW, Target, Unchanged, own_prompt, plan_f
 from codemods.verify.runner import SideFailed, SideSpec, Zygote, run_side
 
 __all__ = ["DIFFERENT", "ERROR", "NOT_VERIFIED", "SAME", "SAMPLE_CASES", "CaseOutcome", "FileVerification",
-           "RunOutcome", "verify_migrations", "verify_file"]
+           "RunOutcome", "Zygote", "verify_migrations", "verify_file"]
 
 
 def verify_migrations(items: Sequence[tuple[str, str, str, Sequence[Any]]],
-                      cases: Sequence[tuple[str, str]] = SAMPLE_CASES, *, jobs: int = 2) -> list[FileVerification]:
-    """Verify each ``(path, original_text, migrated_text, edits)``; verdicts in the same order.
+                      cases: Sequence[tuple[str, str]] = SAMPLE_CASES, *, jobs: int = 2,
+                      zygote: Optional[Zygote] = None) -> list[FileVerification]:
+    """Verify each ``(path, original_text, migrated_text, edits)``; verdicts in the same order. ``jobs`` files are
+    verified at a time; ``zygote``: a warm :class:`~codemods.verify.runner.Zygote` to fork from (else one is started
+    for the call, when anything has to run).
 
     Raises ``ImportError`` (with what to install) when osmosis-compat is not installed (the child processes need
     it); everything the user's code does is reported per file, never raised.
@@ -54,8 +58,10 @@ def verify_migrations(items: Sequence[tuple[str, str, str, Sequence[Any]]],
     plans = [plan_file(old, new, edits) for _, old, new, edits in items]
     if not any(isinstance(p, list) for p in plans):  # nothing to run: no process to start
         return [verify_file(*item, cases=cases) for item in items]
-    with Zygote() as zygote, ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return list(pool.map(lambda item: verify_file(*item, cases=cases, zygote=zygote), items))
+    with contextlib.ExitStack() as stack:
+        warm = zygote if zygote is not None else stack.enter_context(Zygote())
+        pool = stack.enter_context(ThreadPoolExecutor(max_workers=max(1, jobs)))
+        return list(pool.map(lambda item: verify_file(*item, cases=cases, zygote=warm), items))
 
 
 def verify_file(path: str, old: str, new: str, edits: Sequence[Any],

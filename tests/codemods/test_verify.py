@@ -9,6 +9,7 @@ processes against a local endpoint answered by the ScriptedPolicy (nothing leave
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import subprocess
@@ -19,8 +20,10 @@ import pytest
 
 from codemods.cli import main
 from codemods.driver import migrate_source
-from codemods.verify import DIFFERENT, ERROR, NOT_VERIFIED, SAME, FileVerification, verify_migrations
+from codemods.verify import DIFFERENT, ERROR, NOT_VERIFIED, SAME, FileVerification, Zygote, verify_migrations
+from codemods.verify.compare import difference, not_comparable
 from codemods.verify.entries import AS_EVENT, AS_OBJECT, CALL, EVENT, PROMPT, SCRIPT, find_entry
+from codemods.verify.model import ModelCall, RunOutcome
 from codemods.verify.plan import Unchanged, own_prompt, plan_file
 from tests.codemods._fixtures import FIXTURES
 
@@ -28,6 +31,13 @@ ROOT = Path(__file__).resolve().parents[2]
 PLAIN = ROOT / "examples" / "modern" / "plain"
 VERIFY = FIXTURES / "verify"
 TWO_CASES = (("What is 2 + 3?", "5"), ("Compute (2 + 3) * 4", "20"))
+
+
+@pytest.fixture(scope="module")
+def zygote():
+    """One warm process for the file's runs (the frameworks imported once)."""
+    with Zygote() as warm:
+        yield warm
 
 
 def _item(path: Path, new_text: str | None = None, text: str | None = None):
@@ -72,12 +82,31 @@ def test_plan_of_comment_only_changes_and_of_the_programs_own_prompt():
     assert own_prompt(program, "Research: quantum computing") == "quantum computing"
 
 
+def test_compare_masks_what_varies_by_itself_and_accepts_concurrent_order_only():
+    def call(system: str, user: str, tools=("add",)) -> ModelCall:
+        return ModelCall((("system", system, ()), ("user", user, ())), tools)
+
+    guard, agent = call("Check the input.", "hi", ()), call("Help the user.", "hi")
+    # a guardrail runs beside its agent: the same calls in another order are the same behaviour
+    assert difference(RunOutcome("A", calls=[guard, agent]), RunOutcome("B", calls=[agent, guard])) is None
+    today = RunOutcome("OK.", calls=[call("Today is 2026-11-28T01:21:10Z.", "hi")])
+    later = RunOutcome("OK.", calls=[call("Today is 2026-11-29T09:00:00Z.", "hi")])
+    assert difference(today, later) is None  # timestamps are masked
+    other = RunOutcome("OK.", calls=[call("Help the user.", "hi", ("add", "multiply"))])
+    assert difference(RunOutcome("OK.", calls=[agent]), other) == (
+        "model call 1 offers tools ['add'] originally, ['add', 'multiply'] migrated")
+    assert "message 1 is system 'Help the user.' originally, system 'Check the input.' migrated" in difference(
+        RunOutcome("OK.", calls=[agent]), RunOutcome("OK.", calls=[call("Check the input.", "hi")]))
+    assert not_comparable(RunOutcome(calls=[agent], external=["the network (api.tavily.com:443)"])) == (
+        "the original needs the network (api.tavily.com:443)")
+
+
 # ------------------------------------------------------------------------------------------ runs
 
 
-def test_migrations_that_keep_behaviour_verify_as_same():
+def test_migrations_that_keep_behaviour_verify_as_same(zygote):
     verdicts = verify_migrations([_item(PLAIN / "strands_plain.py"), _item(VERIFY / "strands_lambda_handler.py"),
-                                  _item(PLAIN / "openai_agents_plain.py")])
+                                  _item(PLAIN / "openai_agents_plain.py")], zygote=zygote)
     assert [v.status for v in verdicts] == [SAME] * 3, [v.describe() for v in verdicts]
     plain, handler, agents = verdicts
     assert [c.original.model_calls for c in plain.cases] == [2, 3, 2]  # the tools ran on both sides
@@ -87,12 +116,12 @@ def test_migrations_that_keep_behaviour_verify_as_same():
     assert all(c.original.calls == c.migrated.calls for v in verdicts for c in v.cases)
 
 
-def test_a_broken_migration_is_different_with_the_case_printed():
+def test_a_broken_migration_is_different_with_the_case_printed(zygote):
     path = PLAIN / "strands_plain.py"
     migrated = migrate_source(path.read_text()).new_text
     no_multiply = migrated.replace("tools=[add, multiply]", "tools=[add]")
     assert no_multiply != migrated
-    (verdict,) = verify_migrations([_item(path, no_multiply)], cases=TWO_CASES)
+    (verdict,) = verify_migrations([_item(path, no_multiply)], cases=TWO_CASES, zygote=zygote)
     assert verdict.status == DIFFERENT
     assert [c.same for c in verdict.cases] == [False, False]  # the tools offered differ from the first call
     text = "\n".join(verdict.describe())
@@ -100,7 +129,7 @@ def test_a_broken_migration_is_different_with_the_case_printed():
     assert "original: answer 'The answer is 20.', 3 model call(s)" in text
 
 
-def test_a_migration_that_drops_the_run_is_different():
+def test_a_migration_that_drops_the_run_is_different(zygote):
     # derived from the corpus' `result = await Runner.run(agent, input(...))` drivers: the migrator replaced the run
     # itself with the prompt's text (found by --verify; the rollout fails on `.final_output` of a str)
     program = ('import asyncio\n\nfrom agents import Agent, Runner\n\n\nasync def main():\n'
@@ -108,14 +137,15 @@ def test_a_migration_that_drops_the_run_is_different():
                '    result = await Runner.run(agent, input("Question: "))\n    print(result.final_output)\n\n\n'
                'if __name__ == "__main__":\n    asyncio.run(main())\n')
     result = migrate_source(program)
-    (verdict,) = verify_migrations([("ask.py", program, result.new_text, result.edits)], cases=TWO_CASES[:1])
+    (verdict,) = verify_migrations([("ask.py", program, result.new_text, result.edits)], cases=TWO_CASES[:1],
+                                   zygote=zygote)
     if "Runner.run(" in result.new_text:  # once the migrator keeps the run, the same program must verify as same
         assert verdict.status == SAME, verdict.describe()
     else:
         assert verdict.status == DIFFERENT and "the migrated program failed" in verdict.cases[0].difference
 
 
-def test_what_cannot_run_is_not_verifiable_with_the_reason(tmp_path):
+def test_what_cannot_run_is_not_verifiable_with_the_reason(tmp_path, zygote):
     reads_file = tmp_path / "report.py"
     reads_file.write_text(
         'import asyncio\n\nfrom agents import Agent, Runner\n\n\nasync def main():\n'
@@ -129,7 +159,7 @@ def test_what_cannot_run_is_not_verifiable_with_the_reason(tmp_path):
         'def handler(event, context):\n    order = orders.get_item(Key={"id": "A-1001"})["Item"]\n'
         '    agent = Agent(system_prompt=f"You answer questions about this order: {order}")\n'
         '    return str(agent(event["prompt"]))\n')
-    verdicts = verify_migrations([_item(reads_file), _item(aws)], cases=TWO_CASES[:1])
+    verdicts = verify_migrations([_item(reads_file), _item(aws)], cases=TWO_CASES[:1], zygote=zygote)
     assert [v.status for v in verdicts] == [NOT_VERIFIED] * 2, [v.describe() for v in verdicts]
     assert verdicts[0].reason == "`main`: the program's entry reads a file `quarterly_numbers.csv` absent here"
     assert "the original needs AWS credentials for boto3.client('dynamodb') (GetItem)" in verdicts[1].reason
@@ -138,7 +168,11 @@ def test_what_cannot_run_is_not_verifiable_with_the_reason(tmp_path):
 # ------------------------------------------------------------------------------------------ CLI
 
 
-def test_cli_verify_writes_nothing_and_reports(tmp_path, capsys):
+def test_cli_verify_writes_nothing_and_reports(tmp_path, capsys, monkeypatch, zygote):
+    import codemods.verify
+
+    # the CLI's own run, forking from this file's warm process instead of starting one
+    monkeypatch.setattr(codemods.verify, "verify_migrations", functools.partial(verify_migrations, zygote=zygote))
     shutil.copy(VERIFY / "strands_lambda_handler.py", tmp_path / "agent_handler.py")
     before = (tmp_path / "agent_handler.py").read_bytes()
     report = tmp_path / "report.json"
@@ -157,7 +191,7 @@ def test_cli_verify_exit_codes(tmp_path, monkeypatch, capsys, statuses, code):
         shutil.copy(PLAIN / name, tmp_path / name)
     import codemods.verify
 
-    def verdicts(items, jobs=2):
+    def verdicts(items, jobs=2, zygote=None):
         return [FileVerification(path, status, "why" if status != SAME else None, how="stub")
                 for (path, *_), status in zip(sorted(items), statuses)]
 
