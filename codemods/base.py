@@ -43,15 +43,13 @@ from typing import Any, ClassVar, Optional, Union
 
 import libcst as cst
 
+from codemods.options import DEFAULT_TARGET, STRATEGIES, TARGETS  # noqa: F401  (re-exported)
 from codemods.visit import visit as fast_visit
 
 SKIP_FILE_MARKER = "osmosis-migrate: skip-file"
 SKIP_MARKER = "osmosis-migrate: skip"
 TODO_PREFIX = "# TODO(osmosis-migrate"
 _SKIP_RE = re.compile(r"#\s*osmosis-migrate:\s*skip\b(?!-)")
-STRATEGIES = ("auto", "rewrite", "wrap")
-TARGETS = ("0.2", "0.3")  # osmosis-ai API generations the output can be written for (see RuleContext.target)
-DEFAULT_TARGET = "0.3"  # today's osmosis-ai (what `pip install osmosis-ai` gives); used when the tree declares no 0.2 workflow-era requirement
 
 
 @dataclass(frozen=True)
@@ -338,6 +336,17 @@ class Rule(ABC):
     name: ClassVar[str]
     summary: ClassVar[str]
     trigger_words: ClassVar[tuple[str, ...]]
+    # the rule reads cross-file facts (codemods.analysis.repo): the driver builds them for a run over a tree and
+    # adds the files that import a candidate of this rule
+    uses_repo: ClassVar[bool] = False
+
+    @classmethod
+    def offers(cls, tree: cst.Module, table: "ImportTable", ctx: "RuleContext", module: str,
+               names: Sequence[str]) -> dict[str, Any]:
+        """What the module ``tree`` (importable as ``module``) offers other files of the run for ``names`` they
+        import from it: name → :class:`codemods.analysis.repo.Verdict`. Rules that write rollout versions of shared
+        names override this; the default offers nothing."""
+        return {}
 
     @classmethod
     def family(cls) -> str:

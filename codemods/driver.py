@@ -3,7 +3,7 @@
 Python API (what the CLI, the benchmark and the behaviour tests call)::
 
     from codemods.driver import migrate_source
-    result = migrate_source(text, rules=["strands-agent"], strategy="auto", target="0.2")   # rules: None = all
+    result = migrate_source(text, rules=["strands-agent"], strategy="auto", target="0.3")   # rules: None = all
     result.new_text, result.edits, result.todos, result.changed
 
     from codemods.driver import migrate_file
@@ -26,6 +26,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Optional, Sequence, Union
+
+from codemods.options import DEFAULT_TARGET
 
 if TYPE_CHECKING:
     from codemods.base import Edit, Rule, Todo
@@ -130,7 +132,7 @@ def _check_target(target: str) -> None:
 
 def migrate_bytes(
     data: bytes, rules: Sequence["type[Rule]"], *, strategy: str = "auto", filename: str = "<string>",
-    target: str = "0.2", repo: Optional[object] = None,
+    target: str = DEFAULT_TARGET, repo: Optional[object] = None,
 ) -> tuple[bytes, list["Edit"], list["Todo"], list[str]]:
     """Run ``rules`` (already prefiltered) on ``data``; returns (new bytes, edits, todos, names of rules that acted).
     ``target``: the osmosis-ai API the output is written for (``RuleContext.target``).
@@ -188,7 +190,7 @@ def migrate_bytes(
 
 def migrate_source(
     text: str, rules: Optional[Iterable[RuleSpec]] = None, strategy: str = "auto", filename: str = "<string>",
-    target: str = "0.2",
+    target: str = DEFAULT_TARGET,
 ) -> Result:
     """Migrate Python source ``text`` in memory. ``rules``: names/code prefixes/Rule classes (None = all);
     ``target``: ``"0.2"`` or ``"0.3"``, the osmosis-ai API the output is written for.
@@ -231,7 +233,7 @@ def _wants(data: bytes, *rules: "type[Rule]") -> bool:
 
 def migrate_file(
     path: Union[str, os.PathLike], rules: Optional[Sequence["type[Rule]"]] = None, strategy: str = "auto",
-    target: str = "0.2", repo: Optional[object] = None,
+    target: str = DEFAULT_TARGET, repo: Optional[object] = None,
 ) -> FileResult:
     """Migrate one file in memory (nothing is written; see :func:`write_atomic`). ``repo``: the cross-file facts
     of the run (:func:`codemods.analysis.repo.build_repo_facts`); a file it lists as ``extra`` (it imports what a
@@ -245,7 +247,7 @@ def migrate_file(
     if b"osmosis-migrate: skip-file" in data:
         return FileResult(path, STATUS_OPTED_OUT)
     extra = repo is not None and os.path.abspath(path) in getattr(repo, "extra", ())
-    wanted = [r for r in rules if _wants(data, r) or (extra and getattr(r, "uses_repo", False))]
+    wanted = [r for r in rules if _wants(data, r) or (extra and r.uses_repo)]
     if not wanted:
         return FileResult(path, STATUS_PREFILTERED)
     try:
@@ -288,7 +290,7 @@ _worker_target = "0.2"
 _worker_repo = None
 
 
-def _init_worker(rule_names: list[str], strategy: str, target: str = "0.2", repo: Optional[object] = None) -> None:
+def _init_worker(rule_names: list[str], strategy: str, target: str = DEFAULT_TARGET, repo: Optional[object] = None) -> None:
     global _worker_rules, _worker_strategy, _worker_target, _worker_repo
     _worker_repo = repo
     by_name = {r.name: r for r in all_rule_classes()}
@@ -346,7 +348,7 @@ def run_many(
     strategy: str = "auto",
     jobs: int = 1,
     progress=None,
-    target: str = "0.2",
+    target: str = DEFAULT_TARGET,
 ) -> list[FileResult]:
     """Migrate ``paths`` in memory (nothing written), in a process pool when ``jobs > 1`` and there are enough
     candidate files to pay for it. ``progress(done, total)`` is called as files finish."""
@@ -356,11 +358,11 @@ def run_many(
     _check_target(target)
     todo, results = candidates(paths, rules)
     repo = None
-    if any(getattr(r, "uses_repo", False) for r in rules):
+    if any(r.uses_repo for r in rules):
         # facts that cross files (libcst FullRepoManager over the candidates and the files importing them)
         from codemods.analysis.repo import build_repo_facts
 
-        repo_rules = [r for r in rules if getattr(r, "uses_repo", False)]
+        repo_rules = [r for r in rules if r.uses_repo]
         wanted = [p for p in todo if _wants(Path(p).read_bytes(), *repo_rules)]
         repo = build_repo_facts(paths, wanted, repo_rules, target=target)
         if repo.extra:

@@ -42,6 +42,10 @@ class Dialect(Protocol):
 
     def is_agent_ctor(self, call: cst.Call) -> bool: ...
 
+    def is_group_ctor(self, call: cst.Call) -> bool: ...
+
+    def is_osmosis_agent_ctor(self, call: cst.Call) -> bool: ...
+
     def run_shape(self, call: cst.Call, agents: set[str]) -> Optional[RunShape]: ...
 
 
@@ -331,8 +335,8 @@ class _Walker(cst.CSTVisitor):
     def _agent_valued(self, value: cst.BaseExpression) -> bool:
         """An agent: built here, got from a factory of the module, an alias, or the agent a run ended with."""
         if isinstance(value, cst.Call):
-            if self.d.is_agent_ctor(value) or getattr(self.d, "is_group_ctor", lambda c: False)(value):
-                return True
+            if self.d.is_agent_ctor(value) or self.d.is_group_ctor(value) or self.d.is_osmosis_agent_ctor(value):
+                return True  # an Osmosis agent (migrated already) is an agent too: its runs are runs
             return isinstance(value.func, cst.Name) and value.func.value in self.producers
         if isinstance(value, cst.Name):
             return value.value in self.agents

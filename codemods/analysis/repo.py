@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
+from codemods.options import DEFAULT_TARGET
+
 _RELATIVE = re.compile(rb"^[ \t]*from[ \t]+(\.+)([\w.]*)[ \t]+import", re.M)
 _RELATIVE_NAMES = re.compile(rb"^[ \t]*from[ \t]+(\.+)([\w.]*)[ \t]+import[ \t]+\(?([\w, \t]+)", re.M)
 _ABSOLUTE = re.compile(rb"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import|import[ \t]+([\w.]+))", re.M)
@@ -219,7 +221,7 @@ def _package_scope(path: str) -> str:
 
 
 def build_repo_facts(paths: Sequence[str], candidates: Iterable[str], rules: Sequence[type],
-                     target: str = "0.2") -> RepoFacts:
+                     target: str = DEFAULT_TARGET) -> RepoFacts:
     """The cross-file facts of a run over ``paths`` whose rule candidates are ``candidates``."""
     import libcst as cst
     from libcst.metadata import FullRepoManager, FullyQualifiedNameProvider
@@ -294,7 +296,8 @@ def _depth(module: str, facts: RepoFacts, by_module: dict[str, str], seen: Optio
 
 def _offers(path: str, module: str, names: list[str], rules: Sequence[type], facts: RepoFacts,
             target: str) -> dict[str, Verdict]:
-    """Analyse the exporter ``path`` (as the plain-framework rules will) for ``names``."""
+    """Ask each rule that can offer rollout versions (its ``offers`` hook: the plain-framework rules) what the
+    exporter ``path`` offers for ``names``."""
     import libcst as cst
 
     from codemods.base import ImportTable, RuleContext
@@ -306,17 +309,9 @@ def _offers(path: str, module: str, names: list[str], rules: Sequence[type], fac
     out: dict[str, Verdict] = {}
     table = ImportTable.of(tree)
     for rule in rules:
-        make = getattr(rule, "framework", None)
-        if make is None:
-            continue
         ctx = RuleContext(filename=path, target=target)
         ctx.repo = facts
-        fw = make(table, ctx)
-        if fw is None:
-            continue
-        from codemods.wrap import offers_of
-
-        for name, verdict in offers_of(tree, fw, module, names).items():
+        for name, verdict in rule.offers(tree, table, ctx, module, names).items():
             if name not in out or out[name].kind == "other":
                 out[name] = verdict
     return out

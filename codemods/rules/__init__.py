@@ -19,10 +19,10 @@ def all_rules() -> list[type[Rule]]:
     except ModuleNotFoundError as exc:  # written in parallel by another engineer; absent until it lands
         if exc.name != "codemods.rules.legacy_loop":
             raise
-    from codemods.rules.strands_agent import StrandsAgentRule
-    from codemods.rules.openai_agent import OpenAIAgentRule
-    from codemods.rules.workflow_03 import Workflow03Rule
     from codemods.rules.imports import ImportsRule
+    from codemods.rules.openai_agent import OpenAIAgentRule
+    from codemods.rules.strands_agent import StrandsAgentRule
+    from codemods.rules.workflow_03 import Workflow03Rule
 
     # workflow-0.3 after the rules that write workflows (it moves what they wrote for 0.2, if any), before imports
     rules += [StrandsAgentRule, OpenAIAgentRule, Workflow03Rule, ImportsRule]

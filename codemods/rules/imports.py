@@ -22,6 +22,7 @@ from typing import Optional
 
 import libcst as cst
 
+from codemods import codes
 from codemods.base import (
     MOVED_IMPORTS,
     ImportTable,
@@ -63,7 +64,7 @@ def _comma() -> cst.Comma:
 class ImportsRule(Rule):
     """Moved ``osmosis_ai`` import paths and names → their current place."""
 
-    code = "OM400"
+    code = codes.IMPORTS.code
     name = "imports"
     summary = "osmosis_ai import paths/names that moved → current paths (aliases, star imports, unused removed)"
     trigger_words = ("osmosis_ai",)
@@ -93,13 +94,13 @@ class ImportsRule(Rule):
             for (old, name), target in MOVED.items():
                 if old == star and name not in table.names and name in used_names(new):
                     needed.append((target, name))
-                    ctx.edit("OM401", None, f"`{name}` (from `{star} import *`) now imported from {target}")
+                    ctx.edit(codes.IMPORT_MOVED.code, None, f"`{name}` (from `{star} import *`) now imported from {target}")
         if needed:
             new = add_imports(new, needed)
         if maybe_unused:
             new, removed = remove_unused_imports(new, maybe_unused)
             for name in removed:
-                ctx.edit("OM402", None, f"removed unused import `{name}`")
+                ctx.edit(codes.IMPORT_UNUSED.code, None, f"removed unused import `{name}`")
         return self.legacy_helpers(_merge_duplicate_from_imports(new, ctx), ImportTable.of(new), ctx)
 
     @staticmethod
@@ -113,7 +114,7 @@ class ImportsRule(Rule):
             return module
         if any(q.endswith(".RolloutAgentLoop") for q in table.names.values()):
             return module  # a legacy loop file: the legacy-loop rule decides (a loop left as it is keeps its imports)
-        return inline_legacy_helpers(module, ctx, "OM403")
+        return inline_legacy_helpers(module, ctx, codes.IMPORT_HELPERS.code)
 
 
 class _MovedImportsRewriter(cst.CSTTransformer):
@@ -152,7 +153,7 @@ class _MovedImportsRewriter(cst.CSTTransformer):
                     todos.append(REMOVED[(mod, name)])
                 continue
             moved.setdefault(target, []).append(alias)
-            self.ctx.edit("OM401", original, f"`{name}` now imported from {target}")
+            self.ctx.edit(codes.IMPORT_MOVED.code, original, f"`{name}` now imported from {target}")
         out: list[cst.BaseStatement] = []
         if keep:
             # the last kept name takes the layout of the original last name (trailing comma in parens)
@@ -169,8 +170,8 @@ class _MovedImportsRewriter(cst.CSTTransformer):
                 stmt = stmt.with_changes(leading_lines=updated.leading_lines)
             out.append(stmt)
         for reason in todos:
-            out[0] = with_todo_comment(out[0], "OM490", reason)
-            self.ctx.todo("OM490", original, reason)
+            out[0] = with_todo_comment(out[0], codes.IMPORT_REMOVED.code, reason)
+            self.ctx.todo(codes.IMPORT_REMOVED.code, original, reason)
         if len(out) == 1:
             return out[0]
         return cst.FlattenSentinel(out)
@@ -193,7 +194,7 @@ class _MovedImportsRewriter(cst.CSTTransformer):
         if isinstance(head, cst.Name):
             self.maybe_unused.add(head.value)
         self.needed.append((target, name))
-        self.ctx.edit("OM401", original, f"`{dotted_name(original)}` → `{name}` from {target}")
+        self.ctx.edit(codes.IMPORT_MOVED.code, original, f"`{dotted_name(original)}` → `{name}` from {target}")
         return cst.Name(name)
 
 
@@ -216,7 +217,7 @@ def _merge_duplicate_from_imports(module: cst.Module, ctx: RuleContext) -> cst.M
             keys = [(mod, dotted_name(a.name) or "", a.evaluated_alias) for a in imp.names]
             if mod.startswith("osmosis_ai") and all(k in seen for k in keys) and not any(l.comment for l in stmt.leading_lines):
                 changed = True
-                ctx.edit("OM402", None, f"removed duplicate import from {mod}")
+                ctx.edit(codes.IMPORT_UNUSED.code, None, f"removed duplicate import from {mod}")
                 continue
             seen.update(keys)
         body.append(stmt)

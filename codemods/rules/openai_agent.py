@@ -2,7 +2,7 @@
 ``AgentWorkflow``.
 
 The four steps of seeds/openai-agents-integration.md ("Migrating from OpenAI Agents SDK"), made safe by the
-program model (:mod:`codemods.analysis.program`; the shared emitter is :mod:`codemods.wrap`):
+engine (:mod:`codemods.plain`: analysis → plan → emit):
 
 1. ``Agent(…)`` / ``Agent[Ctx](…)`` → ``OsmosisAgent(…)`` (OM202), imports updated (OM204);
 2. whatever the model was — a string, a variable or module-level name holding one, a ``LitellmModel(...)`` /
@@ -25,18 +25,24 @@ module, OM295 no grader.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import libcst as cst
 
+from codemods import codes
 from codemods.analysis.body import RunShape, RunSite, code
-from codemods.analysis.program import CtorPlan, RunPlan, SessionPlan
+from codemods.analysis.repo import Verdict
 from codemods.base import ImportTable, Rule, RuleContext
+from codemods.framework import Framework
+from codemods.osmosis_api import CTX_PROMPT
+from codemods.plain import migrate_plain
+from codemods.plan.model import CtorPlan, RunPlan, SessionPlan
+from codemods.plan.offers import offers_of
+from codemods.syntax import is_docstring, kwarg, with_kwarg, without_kwarg
 from codemods.visit import visit as fast_visit
-from codemods.wrap import CTX_PROMPT, Framework, kwarg, migrate_plain, with_kwarg, without_kwarg
 
 if TYPE_CHECKING:
-    from codemods.analysis.program import _Planner
+    from codemods.plan.planner import DriverPlanner
 
 OAI_MOD = "osmosis_ai.rollout.integrations.agents.openai_agents"
 AGENT_CTORS = ("agents.Agent", "agents.agent.Agent")
@@ -56,7 +62,8 @@ TOOL_DECORATORS = (
 
 
 class OpenAIFramework(Framework):
-    code = "OM200"
+    code = codes.OPENAI.base.code
+    codes = codes.OPENAI
     agent_ctors = AGENT_CTORS
     osmosis_agent = (OAI_MOD, "OsmosisAgent")
     label = "OpenAI Agents"
@@ -89,6 +96,9 @@ class OpenAIFramework(Framework):
             is_async_call=method == "run", is_stream=method == "run_streamed",
         )
 
+    def takes_prompt_already(self, run: RunSite) -> bool:
+        return run.shape.input_arg is not None and code(run.shape.input_arg.value) == "ctx.prompt"
+
     def is_session_ctor(self, call: cst.Call) -> bool:
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value.startswith("from_"):  # RedisSession.from_url(...)
@@ -106,7 +116,7 @@ class OpenAIFramework(Framework):
         return None
 
     # -- planning
-    def plan_model(self, ctor: cst.Call, planner: "_Planner", nested: Optional[str]):
+    def plan_model(self, ctor: cst.Call, planner: "DriverPlanner", nested: Optional[str]):
         hosted = self._hosted_tools(ctor)
         if hosted:
             return CtorPlan(), (
@@ -184,7 +194,7 @@ class OpenAIFramework(Framework):
         self.need(OAI_MOD, "OsmosisRolloutModel")
         return cst.Call(func=cst.Name("OsmosisRolloutModel"))
 
-    def plan_run(self, run: RunSite, rp: RunPlan, planner: "_Planner") -> Optional[str]:
+    def plan_run(self, run: RunSite, rp: RunPlan, planner: "DriverPlanner") -> Optional[str]:
         shape = run.shape
         who = run.agent or code(shape.agent)
         if shape.method == "run_sync":
@@ -224,6 +234,8 @@ class OpenAIFramework(Framework):
         if resumed is not None:
             rp.session = resumed
             return None
+        if self.target.startswith("0.3"):
+            return self._rollout_session(run, rp, planner)
         base = run.agent or "agent"
         taken = {sp.var for sp in p.sessions} | set(planner.p.facts.stores) | set(planner.p.facts.loads)
         var = f"{base}_session"
@@ -244,7 +256,31 @@ class OpenAIFramework(Framework):
         rp.session = var
         return None
 
-    def _user_session(self, run: RunSite, rp: RunPlan, planner: "_Planner") -> Optional[str]:
+    def _rollout_session(self, run: RunSite, rp: RunPlan, planner: "DriverPlanner") -> Optional[str]:
+        """osmosis-ai 0.3: one OsmosisMemorySession per rollout, the sample. It is created at the top of ``run()``
+        (every OsmosisAgent call needs the rollout's sample source registered first) and passed to the sample run
+        only — the run the workflow ends with (:meth:`DriverPlanner.choose_sample`); the other runs keep their own
+        inputs and no session, as the program ran them (sharing one session would replay a conversation their input
+        already carries). Helpers and tools an agent calls run inside that rollout, without a session."""
+        if planner.d.kind == "helper" or run is not planner.sample:
+            return None
+        p = planner.p
+        existing = next((sp for sp in p.sessions if sp.replaces is None), None)
+        if existing is not None:
+            rp.session = existing.var
+            return None
+        taken = set(p.facts.stores) | set(p.facts.loads) | {sp.var for sp in p.sessions}
+        var = "session"
+        n = 2
+        while var in taken:
+            var = f"session_{n}"
+            n += 1
+        first = next((s for s in planner.d.stmts if not is_docstring(s)), run.top)
+        p.sessions.append(SessionPlan(var=var, name=None, before=first))
+        rp.session = var
+        return None
+
+    def _user_session(self, run: RunSite, rp: RunPlan, planner: "DriverPlanner") -> Optional[str]:
         """The program passes its own session: the object becomes an OsmosisMemorySession where it is built."""
         p = planner.p
         sess = run.shape.session
@@ -281,7 +317,7 @@ class OpenAIFramework(Framework):
                     "run() — build an OsmosisMemorySession there by hand")
         return f"it passes `session={sess.value}`, which is not a session object built here"
 
-    def _resumed_from(self, run: RunSite, planner: "_Planner") -> Optional[str]:
+    def _resumed_from(self, run: RunSite, planner: "DriverPlanner") -> Optional[str]:
         """The session of the run a ``RunState`` input continues (``state = result.to_state()``); "" when the state
         may come from runs with different sessions (the caller refuses)."""
         inp = run.shape.input_arg.value if run.shape.input_arg is not None else None
@@ -309,20 +345,24 @@ class OpenAIFramework(Framework):
             return None
         return found.pop() if len(found) == 1 else ""
 
-    def plan_samples(self, planner: "_Planner") -> Optional[str]:
+    def plan_samples(self, planner: "DriverPlanner") -> Optional[str]:
         p = planner.p
-        if not self.target.startswith("0.3"):
+        if not self.target.startswith("0.3") or planner.d.kind == "helper":
             return None
-        if p.helper_plans:
-            return (f"osmosis-ai 0.3 keeps one sample per rollout, and `{sorted(p.helper_plans)[0]}` runs an agent "
-                    "of its own (a sample each time it is called)")
-        vars_ = [sp.var or "session" for sp in p.sessions]
-        looped = [sp for sp in p.sessions if sp.name is None]
-        if len(p.sessions) > 1 or looped:
-            what = f"{len(p.sessions)} sessions ({', '.join(f'`{v}`' for v in vars_)})" if len(p.sessions) > 1 \
-                else "a session per pass of a loop"
-            return (f"osmosis-ai 0.3 keeps one sample per rollout, and this workflow needs {what}: choose the run "
-                    "whose conversation is the sample, give only it an OsmosisMemorySession()")
+        if len(p.sessions) > 1:
+            vars_ = ", ".join(f"`{sp.var or 'session'}`" for sp in p.sessions)
+            return (f"osmosis-ai 0.3 keeps one sample per rollout, and this workflow needs {len(p.sessions)} sessions "
+                    f"({vars_}): choose the run whose conversation is the sample, give only it an "
+                    "OsmosisMemorySession()")
+        if any(sp.replaces is not None and sp.name is None for sp in p.sessions):
+            return ("osmosis-ai 0.3 keeps one sample per rollout, and this workflow builds its session again on every "
+                    "pass of a loop: build it once per run()")
+        if planner.sample is not None and planner.already_migrated(planner.sample):
+            return None  # its session was written by a previous migration (or by hand)
+        if not p.sessions and (p.facts.runs or p.helper_plans or p.class_plans):
+            return ("osmosis-ai 0.3 keeps one sample per rollout, and every run of this workflow repeats (in a loop, "
+                    "a nested function or a gather): none is the one conversation to train — make the run whose "
+                    "conversation is the sample run once per run()")
         return None
 
     # -- writing
@@ -345,14 +385,14 @@ class OpenAIFramework(Framework):
         what = "run" + (" (Runner.run_sync → awaited Runner.run)" if rp.method == "run" else "")
         detail = {"prompt": "with the rollout prompt", "sub": "with the prompt's text in its template",
                   "keep": "input kept"}.get(rp.input, "")
-        self.ctx.edit("OM205", self.where, f"{what} of `{run.agent or code(run.shape.agent)}` {detail}"
+        self.ctx.edit(codes.OPENAI.run.code, self.where, f"{what} of `{run.agent or code(run.shape.agent)}` {detail}"
                       + (f", session `{rp.session}`" if rp.session else ""))
         return cst.Await(expression=new) if rp.await_it else new
 
     def write_ctor(self, call: cst.Call, plan: CtorPlan) -> cst.Call:
         new = super().write_ctor(call, plan)
         note = f" (model: {plan.model_note} → OsmosisRolloutModel())" if plan.model is not None and plan.model_note else ""
-        self.ctx.edit("OM202", self.where, f"OpenAI Agents Agent → OsmosisAgent{note}")
+        self.ctx.edit(codes.OPENAI.agent.code, self.where, f"OpenAI Agents Agent → OsmosisAgent{note}")
         return new
 
     def session_ctor(self, sp: SessionPlan) -> cst.Call:
@@ -366,12 +406,12 @@ class OpenAIFramework(Framework):
 
     def session_stmt(self, sp: SessionPlan) -> cst.SimpleStatementLine:
         what = f'named "{sp.name}"' if sp.name and not self.target.startswith("0.3") else "a fresh one each pass" if sp.name is None else "one per rollout"
-        self.ctx.edit("OM206", self.where, f"session `{sp.var}` for the rollout sample ({what})")
+        self.ctx.edit(codes.OPENAI.session.code, self.where, f"session `{sp.var}` for the rollout sample ({what})")
         return cst.SimpleStatementLine(body=[cst.Assign(
             targets=[cst.AssignTarget(cst.Name(sp.var))], value=self.session_ctor(sp))])
 
 
-def _sync_helper(planner: "_Planner") -> bool:
+def _sync_helper(planner: "DriverPlanner") -> bool:
     func = planner.d.func
     return planner.d.kind == "helper" and func is not None and func.asynchronous is None
 
@@ -379,7 +419,7 @@ def _sync_helper(planner: "_Planner") -> bool:
 SESSION_METHODS = {"get_items", "add_items", "pop_item", "clear_session", "session_id", "session_settings"}
 
 
-def _session_uses_beyond_abc(planner: "_Planner", var: str) -> Optional[str]:
+def _session_uses_beyond_abc(planner: "DriverPlanner", var: str) -> Optional[str]:
     """The first attribute of session ``var`` the code uses that is not part of the Session protocol."""
     found: list[str] = []
     for stmt in planner.d.stmts:
@@ -415,12 +455,19 @@ def _assigns(stmt: cst.CSTNode, var: str) -> bool:
 class OpenAIAgentRule(Rule):
     """Plain OpenAI Agents SDK agents → OsmosisAgent + OsmosisMemorySession in an AgentWorkflow."""
 
-    code = "OM200"
+    code = codes.OPENAI.base.code
     name = "openai-agent"
     summary = "agents.Agent + Runner.run → OsmosisAgent(model=OsmosisRolloutModel()) + OsmosisMemorySession in AgentWorkflow.run()"
     trigger_words = ("from agents", "import agents")
 
     uses_repo = True  # cross-file facts (codemods.analysis.repo): the driver builds them for a run over a tree
+
+    @classmethod
+    def offers(cls, tree: cst.Module, table: ImportTable, ctx: RuleContext, module: str,
+               names: Sequence[str]) -> dict[str, Verdict]:
+        """What ``tree`` offers other files of the run (:func:`codemods.plan.offers.offers_of`)."""
+        fw = cls.framework(table, ctx)
+        return {} if fw is None else offers_of(tree, fw, module, names)
 
     @classmethod
     def framework(cls, table: ImportTable, ctx: RuleContext) -> Optional[OpenAIFramework]:

@@ -1,7 +1,7 @@
 """``strands-agent`` (OM100): plain ``strands.Agent`` code → ``OsmosisStrandsAgent`` in an ``AgentWorkflow``.
 
 The four steps of the Strands migration guide (seeds/strands-integration.md, "Migrating from StrandsAgent"), made
-safe by the program model (:mod:`codemods.analysis.program`; the shared emitter is :mod:`codemods.wrap`):
+safe by the engine (:mod:`codemods.plain`: analysis → plan → emit):
 
 1. imports: ``from strands import Agent`` / the model classes go when unused; the Osmosis names are added once;
 2. the model → ``OsmosisRolloutModel(params={…})`` (OM101): ``LiteLLMModel`` and the hosted model classes
@@ -27,17 +27,24 @@ workflows in one module, OM195 no grader.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import libcst as cst
 
+from codemods import codes
 from codemods.analysis.body import RunShape, RunSite, code, is_string
-from codemods.analysis.program import CtorPlan, RunPlan
+from codemods.analysis.module import assigned_value
+from codemods.analysis.repo import Verdict
 from codemods.base import ImportTable, Rule, RuleContext, literal_eval
-from codemods.wrap import Framework, kwarg, migrate_plain, prompt_text_expr, without_kwarg
+from codemods.framework import Framework
+from codemods.osmosis_api import prompt_text_expr
+from codemods.plain import migrate_plain
+from codemods.plan.model import CtorPlan, RunPlan
+from codemods.plan.offers import offers_of
+from codemods.syntax import kwarg, without_kwarg
 
 if TYPE_CHECKING:
-    from codemods.analysis.program import _Planner
+    from codemods.plan.planner import DriverPlanner
 
 STRANDS_MOD = "osmosis_ai.rollout.integrations.agents.strands"
 AGENT_CTORS = ("strands.Agent", "strands.agent.Agent", "strands.agent.agent.Agent")
@@ -67,11 +74,13 @@ PARAM_DICTS = {"params", "payload_config"}  # dicts of request parameters (merge
 
 
 class StrandsFramework(Framework):
-    code = "OM100"
+    code = codes.STRANDS.base.code
+    codes = codes.STRANDS
     agent_ctors = AGENT_CTORS
     osmosis_agent = (STRANDS_MOD, "OsmosisStrandsAgent")
     label = "Strands"
     tool_decorators = TOOL_DECORATORS
+    agent_is_sample_source = True
 
     # -- recognisers
     def is_group_ctor(self, call: cst.Call) -> bool:
@@ -190,7 +199,7 @@ class StrandsFramework(Framework):
             arg = ctor.args[0]
         return arg
 
-    def plan_model(self, ctor: cst.Call, planner: "_Planner", nested: Optional[str]):
+    def plan_model(self, ctor: cst.Call, planner: "DriverPlanner", nested: Optional[str]):
         arg = self._model_arg(ctor)
         value = arg.value if arg is not None else None
         if value is None or is_string(value) or isinstance(value, cst.FormattedString):
@@ -242,7 +251,7 @@ class StrandsFramework(Framework):
         return CtorPlan(), f"its model `{code(value, 40)}` cannot be traced to a model the migration knows", []
 
     # -- runs and samples
-    def plan_run(self, run: RunSite, rp: RunPlan, planner: "_Planner") -> Optional[str]:
+    def plan_run(self, run: RunSite, rp: RunPlan, planner: "DriverPlanner") -> Optional[str]:
         p = planner.p
         method = run.shape.method
         can_await = (not run.nested or run.nested_async) and not (
@@ -268,45 +277,28 @@ class StrandsFramework(Framework):
                 p.prompt_text = True
         return None
 
-    def _ctor_of(self, agent: Optional[str], planner: "_Planner") -> Optional[cst.Call]:
+    def _ctor_of(self, agent: Optional[str], planner: "DriverPlanner") -> Optional[cst.Call]:
         if agent is None:
             return None
         ctors = [c.call for c in planner.p.facts.ctors if c.var == agent]
         if agent in planner.p.deps and agent not in planner.m.groups:
-            from codemods.analysis.program import assigned_value
-
             v = assigned_value(planner.m.body[planner.m.agents[agent]])
             if isinstance(v, cst.Call):
                 ctors.append(v)
         return ctors[0] if len(ctors) == 1 else None
 
-    def plan_samples(self, planner: "_Planner") -> Optional[str]:
+    def plan_samples(self, planner: "DriverPlanner") -> Optional[str]:
+        if self.target.startswith("0.3"):
+            return self._one_sample(planner)
         p = planner.p
         built: list[tuple[str, Optional[str], bool]] = []  # (what, literal name, repeated)
         helper = planner.d.kind == "helper"  # built each time the helper (a tool…) is called
         for c in p.facts.ctors:
-            name_arg = kwarg(c.call, "name")
-            literal = literal_eval(name_arg.value.value) if name_arg is not None and isinstance(name_arg.value, cst.SimpleString) else None
-            built.append((c.var or "an agent", literal if isinstance(literal, str) else None,
-                          c.in_loop or c.nested is not None or helper))
-        for name, hp in p.helper_plans.items():
-            if self.target.startswith("0.3") and (hp.facts.ctors or hp.deps):
-                built.append((f"the agent of `{name}`", None, True))
+            built.append((c.var or "an agent", _literal_name(c.call), c.in_loop or c.nested is not None or helper))
         for dep in p.deps:
-            if dep in planner.m.groups:
-                continue
-            from codemods.analysis.program import assigned_value
-
             v = assigned_value(planner.m.body[planner.m.agents[dep]])
-            name_arg = kwarg(v, "name") if isinstance(v, cst.Call) else None
-            literal = literal_eval(name_arg.value.value) if name_arg is not None and isinstance(name_arg.value, cst.SimpleString) else None
-            built.append((dep, literal if isinstance(literal, str) else None, helper))
-        if self.target.startswith("0.3"):
-            if len(built) > 1 or any(r for _, _, r in built):
-                what = ", ".join(f"`{w}`" for w, _, _ in built)
-                return (f"osmosis-ai 0.3 keeps one sample per rollout, and this workflow builds {len(built)} agents "
-                        f"({what}) or builds one repeatedly: keep the rollout model on one agent only")
-            return None
+            if dep not in planner.m.groups:
+                built.append((dep, _literal_name(v) if isinstance(v, cst.Call) else None, helper))
         for what, literal, repeated in built:
             if repeated and literal:
                 return (f"it builds `{what}` named \"{literal}\" in a loop or nested function: each OsmosisStrandsAgent "
@@ -316,6 +308,34 @@ class StrandsFramework(Framework):
         dup = {n for n in names if names.count(n) > 1}
         if dup:
             return f"it builds several agents named \"{sorted(dup)[0]}\": each registers a sample under its name"
+        return None
+
+    def _one_sample(self, planner: "DriverPlanner") -> Optional[str]:
+        """osmosis-ai 0.3: exactly one OsmosisStrandsAgent per rollout (each registers itself as the rollout's sample
+        source; a second raises). The agents converted — those the plan gives the placeholder — must be one, built
+        once per rollout."""
+        p = planner.p
+        converted: list[tuple[str, bool]] = []  # (what, built repeatedly)
+        helper = planner.d.kind == "helper"
+        for c in p.facts.ctors:
+            if id(c.call) in p.ctors:
+                converted.append((c.var or "an agent", c.in_loop or c.nested is not None or helper))
+        for dep in p.deps:
+            v = assigned_value(planner.m.body[planner.m.agents[dep]])
+            if dep not in planner.m.groups and isinstance(v, cst.Call) and id(v) in p.ctors:
+                converted.append((dep, helper))
+        for name, hp in p.helper_plans.items():
+            if hp.ctors:
+                converted.append((f"the agent of `{name}`", True))
+        repeated = [w for w, r in converted if r]
+        if repeated:
+            return (f"osmosis-ai 0.3 keeps one sample per rollout, and `{repeated[0]}` is built again on every pass "
+                    "or call (each OsmosisStrandsAgent registers itself as the sample): build the trained agent once "
+                    "per run()")
+        if len(converted) > 1:
+            return (f"osmosis-ai 0.3 keeps one sample per rollout, and this workflow would train {len(converted)} "
+                    f"agents ({', '.join(f'`{w}`' for w, _ in converted)}) with no single run ending it: keep the "
+                    "rollout model on the agent whose result is the workflow's answer")
         return None
 
     # -- writing
@@ -350,14 +370,21 @@ class StrandsFramework(Framework):
         how = {"drop": "with the rollout prompt (messages=ctx.prompt)", "text": "with the prompt's text",
                "sub": "with the prompt's text in its template", "keep": "input kept"}[rp.input]
         verb = "awaited" if rp.await_it else "run"
-        self.ctx.edit("OM105", self.where, f"run of `{agent}` {verb} {how}")
+        self.ctx.edit(codes.STRANDS.run.code, self.where, f"run of `{agent}` {verb} {how}")
         return cst.Await(expression=new) if rp.await_it else new
 
     def write_ctor(self, call: cst.Call, plan: CtorPlan) -> cst.Call:
         new = super().write_ctor(call, plan)
         note = f" (model: {plan.model_note} → OsmosisRolloutModel)" if plan.model is not None and plan.model_note else ""
-        self.ctx.edit("OM102", self.where, f"Strands Agent → OsmosisStrandsAgent{note}")
+        self.ctx.edit(codes.STRANDS.agent.code, self.where, f"Strands Agent → OsmosisStrandsAgent{note}")
         return new
+
+
+def _literal_name(call: cst.Call) -> Optional[str]:
+    """The agent's ``name="..."`` when it is a string literal."""
+    arg = kwarg(call, "name")
+    value = literal_eval(arg.value.value) if arg is not None and isinstance(arg.value, cst.SimpleString) else None
+    return value if isinstance(value, str) else None
 
 
 def _dotted(expr: cst.BaseExpression) -> Optional[str]:
@@ -382,12 +409,19 @@ def _built_in_loop(ctor: cst.Call, plan) -> bool:
 class StrandsAgentRule(Rule):
     """Plain Strands agents → OsmosisStrandsAgent built per rollout in an AgentWorkflow."""
 
-    code = "OM100"
+    code = codes.STRANDS.base.code
     name = "strands-agent"
     summary = "strands.Agent + its model → OsmosisStrandsAgent + OsmosisRolloutModel in AgentWorkflow.run()"
     trigger_words = ("from strands", "import strands")
 
     uses_repo = True  # cross-file facts (codemods.analysis.repo): the driver builds them for a run over a tree
+
+    @classmethod
+    def offers(cls, tree: cst.Module, table: ImportTable, ctx: RuleContext, module: str,
+               names: Sequence[str]) -> dict[str, Verdict]:
+        """What ``tree`` offers other files of the run (:func:`codemods.plan.offers.offers_of`)."""
+        fw = cls.framework(table, ctx)
+        return {} if fw is None else offers_of(tree, fw, module, names)
 
     @classmethod
     def framework(cls, table: ImportTable, ctx: RuleContext) -> Optional[StrandsFramework]:

@@ -21,6 +21,7 @@ from typing import Optional
 
 import libcst as cst
 
+from codemods import codes
 from codemods.base import ImportTable, Rule, RuleContext, dotted_name, has_skip_marker, with_todo_comment
 
 SERVER = "osmosis_ai.rollout.server"
@@ -30,7 +31,7 @@ _SOURCES = ("OsmosisStrandsAgent", "OsmosisMemorySession")
 class Workflow03Rule(Rule):
     """0.2 workflows and graders → the 0.3 API (one sample per rollout)."""
 
-    code = "OM500"
+    code = codes.WORKFLOW03.code
     name = "workflow-0.3"
     summary = "osmosis-ai 0.2 workflows/graders → 0.3 (ctx.sample + set_reward, unnamed sessions, server import); --target 0.3"
     trigger_words = ("osmosis_ai",)
@@ -79,8 +80,8 @@ class _To03(cst.CSTTransformer):
             reason = ("this run() builds several sample sources (OsmosisStrandsAgent / OsmosisMemorySession); "
                       "osmosis-ai 0.3 takes one per rollout (set_sample_source raises on a second): keep one, or "
                       "merge the conversations into one agent/session")
-            self.ctx.todo("OM590", original, reason)
-            return with_todo_comment(updated, "OM590", reason)
+            self.ctx.todo(codes.W03_TODO.code, original, reason)
+            return with_todo_comment(updated, codes.W03_TODO.code, reason)
         return updated
 
     def visit_For(self, node: cst.For) -> Optional[bool]:
@@ -93,7 +94,7 @@ class _To03(cst.CSTTransformer):
         new = self._grader_loop(updated)
         if new is None:
             return updated
-        self.ctx.edit("OM501", original, "ctx.samples.items() loop → sample = ctx.sample; set_sample_reward → set_reward")
+        self.ctx.edit(codes.W03_GRADER.code, original, "ctx.samples.items() loop → sample = ctx.sample; set_sample_reward → set_reward")
         first = new[0].with_changes(leading_lines=updated.leading_lines)
         return cst.FlattenSentinel([first, *new[1:]])
 
@@ -102,13 +103,13 @@ class _To03(cst.CSTTransformer):
     def leave_Call(self, original: cst.Call, updated: cst.Call):
         func = updated.func
         if isinstance(func, cst.Attribute) and func.attr.value == "register_sample_source" and len(updated.args) == 2:
-            self.ctx.edit("OM502", self.ctx.module, "register_sample_source(name, source) → set_sample_source(source)")
+            self.ctx.edit(codes.W03_SOURCE.code, self.ctx.module, "register_sample_source(name, source) → set_sample_source(source)")
             return updated.with_changes(func=func.with_changes(attr=cst.Name("set_sample_source")),
                                         args=[updated.args[1].with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT,
                                                                            comma=cst.MaybeSentinel.DEFAULT)])
         if (dotted_name(func) or "").rpartition(".")[2] == "OsmosisMemorySession" and self._is_osmosis(func) and updated.args:
             if len(updated.args) == 1 and (updated.args[0].keyword is None or updated.args[0].keyword.value == "name"):
-                self.ctx.edit("OM503", None, "OsmosisMemorySession(name=…) → OsmosisMemorySession() (0.3 sessions have no name)")
+                self.ctx.edit(codes.W03_SESSION.code, None, "OsmosisMemorySession(name=…) → OsmosisMemorySession() (0.3 sessions have no name)")
                 return updated.with_changes(args=[])
         if isinstance(func, cst.Attribute) and func.attr.value in ("set_sample_reward", "get_samples") and self.todo_stack \
                 and id(original) not in self.handled:
@@ -137,7 +138,7 @@ class _To03(cst.CSTTransformer):
                     moved = [a for a in imp.names if dotted_name(a.name) == "create_rollout_server"]
                     if moved:
                         keep = [a for a in imp.names if a not in moved]
-                        self.ctx.edit("OM504", None, "create_rollout_server now imported from osmosis_ai.rollout.server")
+                        self.ctx.edit(codes.W03_SERVER.code, None, "create_rollout_server now imported from osmosis_ai.rollout.server")
                         new_imp = cst.SimpleStatementLine([cst.ImportFrom(
                             module=cst.parse_expression(SERVER),
                             names=[moved[0].with_changes(comma=cst.MaybeSentinel.DEFAULT)])])
@@ -161,8 +162,8 @@ class _To03(cst.CSTTransformer):
 
     def _mark(self, original, updated, reasons: list[str]):
         for reason in dict.fromkeys(reasons):
-            self.ctx.todo("OM590", original, reason)
-            updated = with_todo_comment(updated, "OM590", reason)
+            self.ctx.todo(codes.W03_TODO.code, original, reason)
+            updated = with_todo_comment(updated, codes.W03_TODO.code, reason)
         return updated
 
     def _grader_loop(self, loop: cst.For) -> Optional[list[cst.BaseStatement]]:

@@ -156,7 +156,7 @@ def test_todo_command(tree, capsys):
     code, out, err = run(capsys, "todo", "pkg")
     assert code == EXIT_CHANGES
     assert "pkg/strands_agent.py:" in out and " OM195 no Grader in this module" in out
-    assert "4 open TODO markers" in err  # 0.3 (the default): one sample per rollout refuses the two-session handoff
+    assert "2 open TODO markers" in err  # a grader TODO per migrated module
 
 
 def test_opt_out_comment(tree, capsys):

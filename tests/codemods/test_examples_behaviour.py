@@ -4,7 +4,7 @@ the final answers of the original.
 The original (``examples/modern/plain/*.py``) runs natively: ``solve(prompt)`` against the fake controller's
 OpenAI-compatible chat endpoint (``<controller>/v1``) through the environment variables its docstring names, and
 its answer is scored with the graders' rule (the row's ground truth in the final answer). The same file is then
-migrated with ``migrate_source``, completed the way ``docs/migrate.md`` tells users (the OM190/OM290 TODO: replace
+migrated with ``migrate_source`` for ``--target 0.2`` (the fake controller here speaks the 0.2 workflow protocol; 0.3 output is proven on the real osmosis-ai 0.3.8 elsewhere), completed the way ``docs/migrate.md`` tells users (the OM190/OM290 TODO: replace
 the ``__main__`` block by a grader and the serving lines), served with ``create_rollout_server`` and driven through
 the workflow protocol by ``FakeWorkflowController`` on the rows of ``examples/modern/data/calculator.jsonl``. Both
 sides use the same deterministic ``ScriptedPolicy``. (``examples/legacy`` is covered by
@@ -162,10 +162,10 @@ async def _workflow_run(module) -> tuple[list[float], list[str], list[int]]:
 @pytest.mark.parametrize("example", EXAMPLES_UNDER_TEST, ids=lambda e: e.file)
 def test_migration_of_plain_example_is_as_documented(example: Example):
     text = (EXAMPLES / "plain" / example.file).read_text()
-    result = migrate_source(text)
+    result = migrate_source(text, target="0.2")
     assert result.changed
     ast.parse(result.new_text)
-    assert migrate_source(result.new_text).new_text == result.new_text  # fixed point
+    assert migrate_source(result.new_text, target="0.2").new_text == result.new_text  # fixed point
     assert {e.code for e in result.edits} == example.edit_codes
     # one TODO, the documented one: the plain program had no grader — it says what one could read
     assert [t.code for t in result.todos] == [example.todo_code]
@@ -181,10 +181,10 @@ def test_migration_of_plain_example_is_as_documented(example: Example):
     guard = result.new_text[result.new_text.index('if __name__ == "__main__":'):]
     assert "solve(" not in guard and f"LocalBackend(workflow={example.workflow})" in guard
     # only the selected rule is needed (the imports rule has nothing to do on plain code)
-    assert migrate_source(text, rules=[example.rule]).new_text == result.new_text
+    assert migrate_source(text, rules=[example.rule], target="0.2").new_text == result.new_text
     # once completed as the TODO says, the file is still a fixed point and has no marker left
     completed = complete_migration(result.new_text, example)
-    again = migrate_source(completed)
+    again = migrate_source(completed, target="0.2")
     assert again.new_text == completed and not again.todos
 
 
@@ -197,7 +197,7 @@ async def test_migrated_plain_example_earns_the_same_rewards(example: Example, t
     monkeypatch.delenv("OPENAI_BASE_URL")  # the migrated workflow must not need them: the controller's URL is used
     monkeypatch.delenv("OPENAI_API_KEY")
 
-    migrated = _load(complete_migration(migrate_source((EXAMPLES / "plain" / example.file).read_text()).new_text, example),
+    migrated = _load(complete_migration(migrate_source((EXAMPLES / "plain" / example.file).read_text(), target="0.2").new_text, example),
                      tmp_path, "migrated")
     migrated.backend.artifact_root = tmp_path / "artifacts"
     rewards, answers, calls = await _workflow_run(migrated)

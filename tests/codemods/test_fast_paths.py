@@ -18,8 +18,8 @@ import libcst as cst
 import pytest
 
 from codemods import visit as fast
+from codemods.analysis.names import candidate_uses
 from codemods.base import RuleContext, used_names
-from codemods.wrap import _candidate_uses
 from tests.codemods._fixtures import fixture_files
 
 SITE = Path(sys.prefix) / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
@@ -128,7 +128,7 @@ def test_candidate_uses_equal_a_regex_over_the_generated_code():
             candidates = sorted(set(rnd.sample(words, min(30, len(words)))) | set(re.findall(r"[A-Za-z_]\w*", code)[:30])
                                 - set(keyword.kwlist))
             expected = {n: 1 for n in candidates if re.search(rf"\b{re.escape(n)}\b", code)}
-            assert _candidate_uses(stmt, candidates, module) == expected, (path, code[:200])
+            assert candidate_uses(stmt, candidates, module) == expected, (path, code[:200])
 
 
 @pytest.mark.parametrize("source", [

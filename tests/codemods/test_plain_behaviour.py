@@ -1,6 +1,8 @@
 """Migrated plain programs behave as the originals did: data flow, concurrency and sessions seen on the wire.
 
-Each fixture is migrated by ``osmosis-migrate``, given the grader its OM195/OM295 TODO asks for, served with
+Each fixture is migrated by ``osmosis-migrate`` for the 0.2 workflow API (``--target 0.2``: several named samples
+per rollout, the API this protocol speaks; the 0.3 output is proven on the real osmosis-ai 0.3.8 in
+``test_plain_upstream.py`` and the corpus harness), given the grader its OM195/OM295 TODO asks for, served with
 ``create_rollout_server`` and driven over the 0.2.x workflow protocol by ``FakeWorkflowController`` with the scripted
 policy (real uvicorn, real Strands / OpenAI Agents). What the controller records — which sample made which model
 call, with which input — shows that only the program's input became the prompt: a chained agent still receives
@@ -44,7 +46,7 @@ _counter = itertools.count()
 
 
 def _serve(tmp_path, fixture: str, workflow: str):
-    result = migrate_source((FIXTURES / fixture).read_text(), filename=fixture.rsplit("/", 1)[-1])
+    result = migrate_source((FIXTURES / fixture).read_text(), filename=fixture.rsplit("/", 1)[-1], target="0.2")
     assert f"class {workflow}(AgentWorkflow)" in result.new_text
     name = f"behaviour_{next(_counter)}"
     path = tmp_path / f"{name}.py"
@@ -140,7 +142,7 @@ async def test_a_package_migrated_across_files_serves_its_workflow(tmp_path):
 
     shutil.copytree(FIXTURES / "openai_agent_tree" / "calc_app", tmp_path / "calc_app_m")
     paths = [str(p) for p in sorted((tmp_path / "calc_app_m").rglob("*.py"))]
-    for r in run_many(paths, select_rules()):
+    for r in run_many(paths, select_rules(), target="0.2"):
         if r.new_bytes is not None:
             write_atomic(r.path, r.new_bytes)
     main = tmp_path / "calc_app_m" / "main.py"

@@ -64,18 +64,24 @@ PROGRAMS = [
     ("openai_agent/litellm_model.py", "MainWorkflow", ("0.2", "0.3")),  # LitellmModel → placeholder, one session
     # an agent kept on an object, run in a thread (0.3: refused — an object may build its agent more than once)
     ("strands_agent/calc_class.py", "MainWorkflow", ("0.2",)),
+    # 0.3: three solvers in a gather, then a checker: one session, on the checker (the run the workflow ends with);
+    # the solvers run on the rollout model without one (a sample source is registered before their calls). The
+    # scripted policy answers the checker's "Answers: …" with "OK." — a label only the checker's conversation earns
+    ("openai_agent/calc_chain_gather.py", "MainWorkflow", ("0.3",)),
 ]
+# labels per program (default: CASES): what the sample's last answer must contain
+LABELS = {"openai_agent/calc_chain_gather.py": [("What is 2 + 3?", "OK."), ("What is 6 * 7?", "41")]}
 CASES_BY_TARGET = [(f, w, t) for f, w, targets in PROGRAMS for t in targets]
 
 
-async def _rewards(path, target: str) -> list:
+async def _rewards(path, target: str, cases=CASES) -> list:
     from osmosis_compat.testing import FakePollingController, FakeWorkflowController
 
     rewards = []
     with UpstreamServer(path, RELEASE[target]) as server:
         if target == "0.2":
             with FakeWorkflowController().serve() as controller:
-                for i, (prompt, truth) in enumerate(CASES):
+                for i, (prompt, truth) in enumerate(cases):
                     record = await controller.run_rollout(
                         server.url, rollout_id=f"plain-{i}", label=truth, timeout=60,
                         initial_messages=[{"role": "user", "content": prompt}])
@@ -84,7 +90,7 @@ async def _rewards(path, target: str) -> list:
         else:
             controller = FakePollingController()
             with controller.serve():
-                for i, (prompt, truth) in enumerate(CASES):
+                for i, (prompt, truth) in enumerate(cases):
                     record = await controller.run_rollout(
                         server.url, rollout_id=f"plain-{i}", label=truth,
                         initial_messages=[{"role": "user", "content": prompt}])
@@ -106,11 +112,16 @@ async def test_migrated_plain_program_earns_its_rewards_on_the_real_release(tmp_
         assert "OsmosisMemorySession(name=" not in result.new_text  # 0.3 sessions have no name
     path = tmp_path / f"plain_{workflow.lower()}_{target.replace('.', '')}.py"
     path.write_text(result.new_text + COMMON + GRADER[target] + SERVING.format(workflow=workflow))
-    assert await _rewards(path, target) == [1.0, 0.0]
+    assert await _rewards(path, target, LABELS.get(fixture, CASES)) == [1.0, 0.0]
 
 
-def test_a_target_03_workflow_that_needs_several_samples_is_not_migrated():
+def test_a_target_03_workflow_gives_its_one_session_to_the_run_it_ends_with():
+    # before: refused ("needs 3 sessions"); 0.3 keeps one sample per rollout, so one session, created first
     result = migrate_source((FIXTURES / "openai_agent" / "calc_chain_gather.py").read_text(), target="0.3")
-    assert "class MainWorkflow" not in result.new_text
-    (todo,) = [t for t in result.todos if t.code == "OM290"]
-    assert "osmosis-ai 0.3 keeps one sample per rollout" in todo.reason and "`solver_session`" in todo.reason
+    assert "class MainWorkflow" in result.new_text and result.new_text.count("OsmosisMemorySession()") == 1
+    assert result.new_text.count("session=session") == 1
+    checker_run = next(line for line in result.new_text.splitlines() if "Runner.run(checker" in line)
+    assert "session=session" in checker_run
+    assert not [t for t in result.todos if t.code == "OM290"]
+
+

@@ -1,0 +1,197 @@
+"""Drivers: the code of a module that runs an agent — a top-level function, the module-level script code, or the
+``__main__`` block — and which functions are helpers (they run agents for a driver) or factories (they build
+one). Read-only: :func:`find_drivers` records what it finds on the :class:`~codemods.analysis.module.ModuleModel`."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Optional
+
+import libcst as cst
+
+from codemods.analysis.body import body_facts
+from codemods.analysis.module import ModuleModel, is_main_guard, is_osmosis_class, is_workflow_class, module_stem
+from codemods.base import ImportTable, has_skip_marker
+from codemods.syntax import block_statements, camel, is_import_stmt
+from codemods.visit import visit as fast_visit
+
+if TYPE_CHECKING:
+    from codemods.framework import Framework
+
+
+@dataclass
+class Driver:
+    """Code that runs an agent."""
+
+    kind: str  # "function" | "script" | "main" | "workflow"
+    name: str  # function name, or the name the workflow is derived from
+    indices: list[int]  # top-level statements it is made of
+    stmts: list[cst.BaseStatement]  # the statements of its body
+    func: Optional[cst.FunctionDef] = None
+
+
+_HANDLER_NAMES = re.compile(r"(^|_)(handler|lambda_handler|handle)$")
+
+
+def is_handler(func: cst.FunctionDef) -> bool:
+    """A function a runtime calls by convention: AWS Lambda ``handler(event, context)``."""
+    params = [p.name.value for p in func.params.params]
+    return bool(_HANDLER_NAMES.search(func.name.value)) and len(params) == 2 and params[1] in ("context", "_context", "ctx", "lambda_context")
+
+
+def find_drivers(model: ModuleModel, fw: "Framework") -> list[Driver]:
+    """Top-level functions that run an agent (themselves or through a helper), the module-level script code, the
+    ``__main__`` block. A function that runs an agent and is used by another such function (or by a module-level
+    agent, as a tool or guardrail) is a *helper* (``model.helpers``): it is migrated with its drivers, not as a
+    workflow of its own."""
+    out: list[Driver] = []
+    body = model.body
+    heads = fw.run_heads()
+    agent_names = set(model.agents) | set(model.imported_agents)
+    ctor_heads = fw.ctor_heads()
+    used_names = set().union(*model.counts) if model.counts else set()
+    producers = {
+        name for name, i in model.functions.items()
+        if ctor_heads & model.counts[i].keys() and sum(name in c for c in model.counts) > 1  # someone calls it
+        and returns_of(body[i].body)
+    }
+    del used_names
+    model.producers = producers
+
+    def may_run(i: int) -> bool:
+        c = model.counts[i]
+        return bool(heads & c.keys() or agent_names & c.keys() or fw.ctor_heads() & c.keys() or producers & c.keys())
+
+    runners: set[str] = set()  # functions with a run site of their own
+    for name, i in model.functions.items():
+        stmt = body[i]
+        if not has_skip_marker(stmt) and may_run(i):
+            # the body's facts, kept for the planner (one walk of a driver's body, not two)
+            facts = body_facts(list(block_statements(stmt.body)), fw, agent_names, producers)
+            model.facts_cache[id(stmt)] = facts
+            if facts.runs:
+                runners.add(name)
+    classes: set[str] = set()  # classes whose methods run agents (kept on `self` or module-level)
+    for name, i in model.classes.items():
+        stmt = body[i]
+        if not has_skip_marker(stmt) and may_run(i) and not is_osmosis_class(stmt, model.table) \
+                and fw.has_run_site(stmt.body, agent_names, producers):
+            classes.add(name)
+    classes |= set(model.imported_classes)
+    model.runner_classes = classes
+    # functions that reach a runner through calls (one level is what real programs use; two are allowed)
+    reach = set(runners) | classes | set(model.imported_helpers)
+    for _ in range(2):
+        for name, i in model.functions.items():
+            if name not in reach and not has_skip_marker(body[i]) and (set(model.counts[i]) - {name}) & reach:
+                reach.add(name)
+    helpers: set[str] = set()
+    for name in reach - classes - set(model.imported_helpers):
+        users = model.users(name, skip=[model.functions[name]])
+        # used by a function that runs agents, by an agent (a tool, a guardrail) or by a class (a workflow a
+        # previous run wrote calls it): a helper, migrated with its users
+        by_code = [j for j in users if isinstance(body[j], cst.ClassDef) or (
+            isinstance(body[j], cst.FunctionDef) and body[j].name.value in reach)]
+        by_agent = [j for j in users if j in model.agents.values()]
+        if name in runners and (by_code or by_agent or fw.is_tool_decorator(body[model.functions[name]])):
+            helpers.add(name)
+    helpers |= set(model.imported_helpers)
+    model.helpers = helpers
+    model.runners = runners
+
+    script: list[int] = []
+    for i, stmt in enumerate(body):
+        if has_skip_marker(stmt):
+            continue
+        if isinstance(stmt, cst.FunctionDef):
+            name = stmt.name.value
+            if name in helpers or fw.is_tool_decorator(stmt):
+                continue
+            if name in runners or (name in reach and _runs_indirectly(stmt, helpers, classes)):
+                out.append(Driver("function", name, [i], list(block_statements(stmt.body)), stmt))
+        elif isinstance(stmt, cst.ClassDef) or is_import_stmt(stmt):
+            continue
+        elif is_main_guard(stmt):
+            if may_run(i) and fw.has_run_site(stmt.body, agent_names, producers):
+                out.append(Driver("main", module_stem(model.filename) or "main", [i], list(block_statements(stmt.body))))
+        elif may_run(i) and fw.has_run_site(stmt, agent_names, producers):
+            script.append(i)
+    if script:
+        # the script: from its first run on, the module-level statements that are not definitions
+        first = script[0]
+        indices = [
+            j for j in range(first, len(body))
+            if not isinstance(body[j], (cst.FunctionDef, cst.ClassDef)) and not is_main_guard(body[j])
+            and not is_import_stmt(body[j]) and not has_skip_marker(body[j])
+        ]
+        out.append(Driver("script", module_stem(model.filename) or "script", indices, [body[j] for j in indices]))
+    return out
+
+
+def _runs_indirectly(func: cst.FunctionDef, helpers: set[str], classes: set[str]) -> bool:
+    """``func`` calls a helper that runs agents, or a method of an object of a class whose methods do
+    (``Manager().run(q)``, ``m = Manager(); m.ask(q)``) — building or returning such an object runs nothing."""
+    visitor = _IndirectRuns(helpers, classes)
+    fast_visit(func.body, visitor)
+    return visitor.found
+
+
+class _IndirectRuns(cst.CSTVisitor):
+    """Whether the code calls a helper in ``helpers`` or a method of an object of a class in ``classes`` (an
+    object built inline, or assigned to a name earlier in the walk: ``objects``)."""
+
+    def __init__(self, helpers: set[str], classes: set[str]) -> None:
+        super().__init__()
+        self.helpers = helpers
+        self.classes = classes
+        self.objects: set[str] = set()
+        self.found = False
+
+    def visit_Assign(self, n: cst.Assign) -> None:
+        classes = self.classes
+        if isinstance(n.value, cst.Call) and isinstance(n.value.func, cst.Name) and n.value.func.value in classes:
+            self.objects.update(t.target.value for t in n.targets if isinstance(t.target, cst.Name))
+
+    def visit_Call(self, n: cst.Call) -> None:
+        f = n.func
+        if isinstance(f, cst.Name) and f.value in self.helpers:
+            self.found = True
+        elif isinstance(f, cst.Attribute):
+            owner = f.value
+            if (isinstance(owner, cst.Name) and owner.value in self.objects) or (
+                isinstance(owner, cst.Call) and isinstance(owner.func, cst.Name) and owner.func.value in self.classes
+            ):
+                self.found = True
+
+
+def returns_of(body: cst.CSTNode) -> list[cst.Return]:
+    out: list[cst.Return] = []
+    fast_visit(body, _Returns(out))
+    return out
+
+
+class _Returns(cst.CSTVisitor):
+    """The ``return value`` statements (not a bare ``return``) outside nested functions and lambdas, appended to
+    ``out``."""
+
+    def __init__(self, out: list[cst.Return]) -> None:
+        super().__init__()
+        self.out = out
+
+    def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_Lambda(self, n: cst.Lambda) -> bool:
+        return False
+
+    def visit_Return(self, n: cst.Return) -> None:
+        if n.value is not None:
+            self.out.append(n)
+
+
+def has_workflow_beside(model: "ModuleModel", d: Driver, table: ImportTable) -> bool:
+    i = d.indices[0]
+    nxt = model.body[i + 1] if i + 1 < len(model.body) else None
+    return isinstance(nxt, cst.ClassDef) and nxt.name.value.startswith(camel(d.name) + "Workflow") \
+        and is_workflow_class(nxt, table)

@@ -1,0 +1,241 @@
+"""A conversation loop becomes one turn: a rollout is one conversation from ``ctx.prompt``.
+
+Programs written for people loop: a REPL (``while True: q = input(); if q == "exit": break; agent(q)``), a chat
+loop that reads the next message at the end of each pass, or a batch over literal questions (``for q in
+QUESTIONS: agent(q)``). A rollout serves one prompt, so the driver's ``run()`` keeps **one pass** of the loop:
+
+* the statements of the pass up to where the next turn starts (the first interactive read after a run) — the
+  statements that only prepare the next turn go;
+* the checks that only end or skip the loop (``if q.lower() in ("exit", "quit"): print(…); break``,
+  ``if not q: continue``) go, keeping an ``else`` branch; any other ``break`` / ``continue`` of the loop ends the
+  turn (``return``);
+* a ``try`` around the pass whose handlers only report and end the loop (``except KeyboardInterrupt: break``,
+  ``except Exception as e: print(e)``) is unwrapped: in a rollout an error fails the rollout instead of being
+  printed and lost;
+* a batch's loop variable is read once, as the loop's read of the turn's input (the prompt then takes its place).
+
+The unrolled statements reuse the loop's own nodes wherever nothing changes, so the plans made on them key the
+same nodes the emitter sees. This module decides and builds the statement list; the planner plans on it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Sequence
+
+import libcst as cst
+
+from codemods.analysis.body import code, contains, is_string
+from codemods.syntax import block_statements
+
+Pred = Callable[[cst.CSTNode], bool]
+
+# calls whose only effect is to report (a handler or exit branch made of these ends nothing but the loop)
+_REPORTERS = ("print", "pprint", "console.print", "logger.", "logging.", "log.", "traceback.print_exc", "sys.stdout.write",
+              "st.error", "st.write", "rprint")
+
+
+@dataclass
+class OneTurn:
+    """The driver's statements with its conversation loop replaced by one pass."""
+
+    stmts: list[cst.BaseStatement]
+    kind: str  # "repl" (a while loop reading input) | "batch" (a for loop over literal prompts)
+    loop: cst.CSTNode  # the loop statement that was unrolled
+    note: str  # words for the edit message
+    dropped: list[str] = field(default_factory=list)  # code of the checks and statements that went
+
+
+def unroll_conversation_loop(stmts: Sequence[cst.BaseStatement], runs: Pred, reads: Pred,
+                             literal_lists: dict[str, cst.BaseExpression]) -> Optional[OneTurn]:
+    """The first conversation loop of ``stmts`` (searched through ``with`` / ``try`` / ``if`` blocks, not into
+    functions) unrolled to one pass, or None when there is none. ``runs(node)``: the node contains a run of an agent
+    (directly or through the program's helpers); ``reads(node)``: it contains an interactive read;
+    ``literal_lists``: names bound to a literal list or tuple of strings (a batch's prompts)."""
+    for i, stmt in enumerate(stmts):
+        found = _unroll_in(stmt, runs, reads, literal_lists)
+        if found is not None:
+            replacement, turn = found
+            turn.stmts = [*stmts[:i], *replacement, *stmts[i + 1:]]
+            return turn
+    return None
+
+
+def _unroll_in(stmt: cst.BaseStatement, runs: Pred, reads: Pred, literal_lists: dict[str, cst.BaseExpression],
+               ) -> Optional[tuple[list[cst.BaseStatement], OneTurn]]:
+    """``stmt`` (or a block inside it) with its conversation loop unrolled: the statements that replace ``stmt``."""
+    if isinstance(stmt, cst.While) and runs(stmt.body) and reads(stmt.body):
+        turn = OneTurn([], "repl", stmt, "a conversation loop became one turn (a rollout is one conversation from "
+                       "ctx.prompt; turns the loop carried over go with it)")
+        return _one_pass(stmt, runs, reads, turn), turn
+    if isinstance(stmt, cst.For) and isinstance(stmt.target, cst.Name) and runs(stmt.body):
+        prompts = _literal_prompts(stmt.iter, literal_lists)
+        if prompts is not None:
+            var = stmt.target.value
+            read = cst.SimpleStatementLine(body=[cst.Assign(
+                targets=[cst.AssignTarget(cst.Name(var))], value=cst.Call(func=cst.Name("input")))])
+            turn = OneTurn([], "batch", stmt, f"the loop over {prompts} literal prompts became one rollout per prompt "
+                           f"(`{var}` is the prompt's text: put the prompts in the dataset)")
+            body = _one_pass(stmt, runs, lambda n: False, turn)
+            return [read.with_changes(leading_lines=stmt.leading_lines), *body], turn
+    if isinstance(stmt, (cst.With, cst.If, cst.Try)) and isinstance(stmt.body, cst.IndentedBlock):
+        inner = list(stmt.body.body)
+        for j, s in enumerate(inner):
+            found = _unroll_in(s, runs, reads, literal_lists)
+            if found is not None:
+                replacement, turn = found
+                new_body = stmt.body.with_changes(body=[*inner[:j], *replacement, *inner[j + 1:]])
+                new = stmt.with_changes(body=new_body)
+                if isinstance(new, cst.Try) and _trivial_handlers(new):
+                    return [*_lead(new, list(new_body.body))], turn
+                return [new], turn
+    return None
+
+
+def _lead(stmt: cst.BaseStatement, inner: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+    """``inner`` statements taking the comments above ``stmt`` (the block they replace)."""
+    if inner and stmt.leading_lines:
+        inner[0] = inner[0].with_changes(leading_lines=[*stmt.leading_lines, *inner[0].leading_lines])
+    return inner
+
+
+def _literal_prompts(expr: cst.BaseExpression, literal_lists: dict[str, cst.BaseExpression]) -> Optional[int]:
+    """How many literal prompts a batch iterates over, when ``expr`` is (a name bound to) a list/tuple of strings."""
+    if isinstance(expr, cst.Name) and expr.value in literal_lists:
+        expr = literal_lists[expr.value]
+    if isinstance(expr, (cst.List, cst.Tuple)) and expr.elements and all(
+            isinstance(e, cst.Element) and is_string(e.value) for e in expr.elements):
+        return len(expr.elements)
+    return None
+
+
+def _one_pass(loop: cst.CSTNode, runs: Pred, reads: Pred, turn: OneTurn) -> list[cst.BaseStatement]:
+    """The statements of one pass of ``loop``, cut where the next turn starts."""
+    out: list[cst.BaseStatement] = []
+    seen_run = False
+    for stmt in block_statements(loop.body):
+        if seen_run and reads(stmt):
+            turn.dropped.append(code(stmt, 50))
+            break  # the next turn starts here: what follows prepares it
+        for new in _turn_statement(stmt, runs, turn):
+            out.append(new)
+        seen_run = seen_run or runs(stmt)
+    if out and loop.leading_lines:
+        out[0] = out[0].with_changes(leading_lines=[*loop.leading_lines, *out[0].leading_lines])
+    return out or [cst.SimpleStatementLine(body=[cst.Pass()])]
+
+
+def _turn_statement(stmt: cst.BaseStatement, runs: Pred, turn: OneTurn) -> list[cst.BaseStatement]:
+    """One statement of the pass, as it stands in one turn."""
+    if isinstance(stmt, cst.If) and not runs(stmt.body) and _ends_loop(stmt.body):
+        turn.dropped.append(code(stmt.test, 50))
+        orelse = stmt.orelse
+        if orelse is None:
+            return []
+        if isinstance(orelse, cst.If):
+            return _turn_statement(orelse.with_changes(leading_lines=stmt.leading_lines), runs, turn)
+        return _lead(stmt, block_statements(orelse.body))
+    if isinstance(stmt, cst.Try) and _trivial_handlers(stmt) and stmt.orelse is None:
+        inner = [s for x in block_statements(stmt.body) for s in _turn_statement(x, runs, turn)]
+        if stmt.finalbody is not None:
+            return [stmt.with_changes(body=stmt.body.with_changes(body=inner), handlers=[])]
+        return _lead(stmt, inner)
+    if _has_loop_control(stmt):
+        return [stmt.visit(_LoopControlToReturn())]
+    return [stmt]
+
+
+def _ends_loop(block: cst.BaseSuite) -> bool:
+    """A block (with no run in it) that ends the loop or skips to the next pass: ``print("bye"); break``,
+    ``sys.exit(0)``, ``continue`` after waiting or listing something — it only ever runs for a turn that is not a
+    prompt to the agent (a quit word, an empty line, a command of the REPL)."""
+    stmts = block_statements(block)
+    if not stmts or not isinstance(stmts[-1], cst.SimpleStatementLine):
+        return False
+    last = stmts[-1].body[-1]
+    if isinstance(last, (cst.Break, cst.Continue)) or (isinstance(last, cst.Return) and last.value is None):
+        return True
+    return isinstance(last, cst.Expr) and isinstance(last.value, cst.Call) and \
+        code(last.value.func, 40) in ("exit", "quit", "sys.exit", "os._exit")
+
+
+def _only_reports(stmt: cst.BaseStatement) -> bool:
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return False
+    for small in stmt.body:
+        if isinstance(small, (cst.Break, cst.Continue, cst.Pass)):
+            continue
+        if isinstance(small, cst.Return) and small.value is None:
+            continue
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            if code(small.value.func, 80).startswith(_REPORTERS):
+                continue
+        return False
+    return True
+
+
+def _trivial_handlers(stmt: cst.Try) -> bool:
+    """Every ``except`` only reports or leaves the loop (unwrapping it lets a rollout's error fail the rollout)."""
+    if not stmt.handlers:
+        return False
+    for handler in stmt.handlers:
+        if not all(_only_reports(s) for s in block_statements(handler.body)):
+            return False
+    return True
+
+
+def _has_loop_control(stmt: cst.CSTNode) -> bool:
+    finder = _LoopControlFinder()
+    stmt.visit(finder)
+    return finder.found
+
+
+class _LoopControlFinder(cst.CSTVisitor):
+    """Finds a ``break``/``continue`` of the enclosing loop (not of loops nested inside the statement)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found = False
+
+    def visit_For(self, node: cst.For) -> bool:
+        return False
+
+    def visit_While(self, node: cst.While) -> bool:
+        return False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_Break(self, node: cst.Break) -> None:
+        self.found = True
+
+    def visit_Continue(self, node: cst.Continue) -> None:
+        self.found = True
+
+
+class _LoopControlToReturn(cst.CSTTransformer):
+    """``break`` / ``continue`` of the unrolled loop → ``return``: the turn ends there."""
+
+    def visit_For(self, node: cst.For) -> bool:
+        return False
+
+    def visit_While(self, node: cst.While) -> bool:
+        return False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def leave_Break(self, original: cst.Break, updated: cst.Break) -> cst.Return:
+        return cst.Return(value=None, semicolon=updated.semicolon)
+
+    def leave_Continue(self, original: cst.Continue, updated: cst.Continue) -> cst.Return:
+        return cst.Return(value=None, semicolon=updated.semicolon)
+
+
+def holds(nodes: Sequence[cst.CSTNode]) -> Pred:
+    """A predicate: the node contains one of ``nodes`` (by identity)."""
+    targets = list(nodes)
+
+    def pred(node: cst.CSTNode) -> bool:
+        return any(contains(node, t) for t in targets)
+
+    return pred

@@ -1,0 +1,1131 @@
+"""The plan of one driver: what may be migrated, and how — or why not.
+
+:func:`plan_driver` decides, from the module's facts (:mod:`codemods.analysis`):
+
+* the program's **external input** — exactly one of: an interactive read (``q = input(...)``), a command-line
+  argument (``args.question``, ``sys.argv``), the parameter that reaches the agents' input (also through a handler
+  argument: ``event.get("prompt")``, ``body.message``), or else the literal prompt of the first run. Only that input
+  becomes the rollout's prompt: a run whose input *is* it gets ``ctx.prompt``; a template around it keeps its text
+  (the variable is bound to the prompt's user text); every other input (a previous agent's output, a carried-over
+  conversation, a resumed ``RunState``, the program's own follow-up prompts) is kept as written;
+* the **sessions** (OpenAI Agents) — one per sample: each run gets its own, created once before it; a run in a loop
+  gets a fresh unnamed one per pass (never the same name twice); a run that continues another (``RunState``) or
+  shares a user session shares it; a user session object becomes an ``OsmosisMemorySession``;
+* the **models** — every agent gets the rollout placeholder, also when its model comes through a local variable,
+  a module-level name or a string; sampling settings carry over, or the driver is not migrated;
+* what **cannot move** into ``run()``: interactive reads other than the input itself, confirmations, ``exit()``
+  with a status, argparse beyond the input, ``time.sleep``, servers, REPL loops, generators;
+* who **calls** it: nothing or the ``__main__`` block (then it is converted in place and the ``__main__`` block
+  serves the workflow), or other code — a decorator (web route), another function, another module, a Lambda
+  runtime (then the workflow is added *beside* it and the function stays).
+
+Every refusal is a sentence naming the shape and the name (it becomes the TODO).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+import libcst as cst
+
+from codemods.analysis.body import (
+    BodyFacts,
+    RunSite,
+    body_facts,
+    code,
+    contains,
+    is_string,
+    names_in,
+)
+from codemods.analysis.code_facts import (
+    AgentCtorFinder,
+    IndirectInputs,
+    access_around,
+    argparse_defaults,
+    assigned_name,
+    attribute_nodes,
+    attributes_of,
+    builds_agent,
+    calls_of,
+    calls_only,
+    describe_stmt,
+    interactive_function,
+    is_expr_stmt_of,
+    is_parser_stmt,
+    media_key,
+    self_assignments,
+    subexpr_codes,
+    text_of,
+)
+from codemods.analysis.drivers import Driver, is_handler, returns_of
+from codemods.analysis.module import ModuleModel, assigned_value, is_main_guard
+from codemods.options import DEFAULT_TARGET
+from codemods.plan.model import ENTRY, KEEP, TEMPLATE, Entry, Plan, RunPlan
+from codemods.plan.one_turn import OneTurn, holds, unroll_conversation_loop
+from codemods.syntax import block_statements, is_import_stmt
+from codemods.visit import visit as fast_visit
+
+if TYPE_CHECKING:
+    from codemods.framework import Framework
+
+
+class DriverPlanner:
+    """Plans one driver (or helper, factory, method) of a module: ``DriverPlanner(model, fw, driver, target).run()``
+    returns its :class:`~codemods.plan.model.Plan`. The planner reads the module's facts and never writes code."""
+
+    def __init__(self, model: ModuleModel, fw: "Framework", driver: Driver, target: str, *,
+                 self_agents: frozenset[str] = frozenset(),
+                 self_values: Optional[dict[str, list[cst.BaseExpression]]] = None) -> None:
+        self.m = model
+        self.fw = fw
+        self.d = driver
+        self.target = target
+        self.p = Plan(driver=driver, facts=BodyFacts())  # replaced by the entry points below
+        self.local_agents: set[str] = set()  # names that hold agents the migration builds
+        # a method of a class: the agents its class keeps on `self`, and what each `self.x` is set to
+        self.self_agents: set[str] = set(self_agents)
+        self.self_values: dict[str, list[cst.BaseExpression]] = dict(self_values or {})
+        self.entry = Entry()  # the program's external input (choose_entry)
+        self.argparse_other: Optional[list[str]] = None  # command-line options read besides the input
+        self.dep_ctors: list[tuple[str, cst.Call]] = []  # constructors of module-level agents built in run()
+        self._holds_run: dict[int, bool] = {}  # id(assignment) → it stores a run's result (memo of holds_run)
+        self._indirect: Optional[list[cst.BaseExpression]] = None  # memo of indirect_inputs
+        # osmosis-ai 0.3 trains one sample per rollout: the run whose result the program ends with, and its agent
+        self.sample: Optional[RunSite] = None
+
+    def problem(self, text: str) -> None:
+        if text not in self.p.problems:
+            self.p.problems.append(text)
+
+    # -- entry point
+    def run(self) -> Plan:
+        if self.d.kind == "factory":
+            return self.run_factory()
+        if self.d.kind == "helper":
+            return self.run_helper()
+        d, m = self.d, self.m
+        deps = self.agent_deps(self.initial_agent_names())
+        facts = m.facts_cache.pop(id(d.func), None) if d.kind == "function" else None
+        if facts is None:
+            facts = body_facts(d.stmts, self.fw, set(deps) | set(m.imported_agents), producers=self.producers())
+        turn = self.one_turn(facts)
+        if turn is not None:  # its conversation loop kept one pass: plan that
+            d.stmts = turn.stmts
+            facts = body_facts(d.stmts, self.fw, set(deps) | set(m.imported_agents), producers=self.producers())
+        self.p = Plan(driver=d, facts=facts)
+        if turn is not None:
+            self.p.notes.append(turn.note)
+        self.p.deps = sorted(deps, key=lambda n: m.agents[n])
+        self.local_agents = {c.var for c in facts.ctors if c.var} | set(deps) | set(m.imported_agents)
+        self.check_callers()
+        self.check_structure()
+        self.resolve_agents()
+        self.plan_helpers()
+        self.choose_entry()
+        self.plan_params()
+        self.classify_inputs()
+        self.choose_sample()
+        self.plan_process_code()
+        self.plan_models()
+        self.plan_runs()
+        self.plan_samples()
+        self.plan_sync_calls()
+        return self.p
+
+    def one_turn(self, facts: BodyFacts) -> Optional[OneTurn]:
+        """The driver's conversation loop (a REPL, a chat loop, a batch over literal prompts) unrolled to the one
+        pass a rollout runs (:mod:`codemods.plan.one_turn`), or None."""
+        m = self.m
+        runners = m.helpers | m.runners | m.runner_classes | set(m.imported_helpers) | set(m.imported_classes)
+        runners |= {r.nested for r in facts.runs if r.nested}
+        run_calls = holds([r.call for r in facts.runs])
+
+        def runs(node: cst.CSTNode) -> bool:
+            return run_calls(node) or bool(runners & {n.value for n in names_in(node)})
+
+        reads = holds([x.node for x in facts.process if x.kind == "input"])
+        literal_lists = {name: a[0].value for name, a in facts.stores.items()
+                         if len(a) == 1 and isinstance(a[0].value, (cst.List, cst.Tuple))}
+        for name in m.bindings:
+            value = m.value_of(name)
+            if name not in literal_lists and isinstance(value, (cst.List, cst.Tuple)):
+                literal_lists[name] = value
+        return unroll_conversation_loop(self.d.stmts, runs, reads, literal_lists)
+
+    def choose_sample(self) -> None:
+        """osmosis-ai 0.3 keeps one sample per rollout: the driver's last run that runs once per rollout (not in a
+        loop, a nested function, a lambda or a ``gather``) is the one whose conversation is the sample — the result
+        the program ends with. Other runs still run (as the program did); how each framework keeps them out of the
+        sample is its own (Strands: their agents stay plain; OpenAI Agents: their runs get no session)."""
+        if not self.target.startswith("0.3") or self.d.kind in ("helper", "factory"):
+            return
+        once = [r for r in self.p.facts.runs if not (r.in_loop or r.nested or r.in_lambda or r.in_gather)]
+        if once:
+            sample = max(once, key=lambda r: r.order)
+            while (head := self.resumed_run(sample)) is not None and head is not sample:
+                sample = head  # a run resumed from a saved state continues that run's conversation: one sample
+            self.sample = sample
+            self.p.sample_agent = self.group_entry(sample.agent) or sample.agent
+
+    def resumed_run(self, run: RunSite) -> Optional[RunSite]:
+        """The run whose saved state ``run`` resumes (its input a name bound to ``<result>.to_state()`` of that run's
+        result), else None."""
+        inp = run.shape.input_arg.value if run.shape.input_arg is not None else None
+        if not isinstance(inp, cst.Name):
+            return None
+        for a in self.p.facts.stores.get(inp.value, ()):
+            v = a.value
+            if isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value == "to_state" \
+                    and isinstance(v.func.value, cst.Name):
+                result_var = v.func.value.value
+                earlier = [r for r in self.p.facts.runs if r.order < run.order and any(
+                    b.value is not None and contains(b.value, r.call) for b in self.p.facts.stores.get(result_var, ()))]
+                if earlier:
+                    return min(earlier, key=lambda r: r.order)
+        return None
+
+    def group_entry(self, name: Optional[str]) -> Optional[str]:
+        """When ``name`` is a multi-agent group (a Strands ``Swarm``), the agent it starts with (``entry_point=``, else
+        its first member): the group runs several agents, and the one the task is handed to is the sample."""
+        if name is None:
+            return None
+        value = None
+        if name in self.m.groups:
+            value = assigned_value(self.m.body[self.m.agents[name]])
+        else:
+            stores = self.p.facts.stores.get(name, ())
+            if len(stores) == 1 and isinstance(stores[0].value, cst.Call) and self.fw.is_group_ctor(stores[0].value):
+                value = stores[0].value
+        if not isinstance(value, cst.Call):
+            return None
+        entry = next((a.value for a in value.args if a.keyword is not None and a.keyword.value == "entry_point"), None)
+        if entry is None and value.args and isinstance(value.args[0].value, (cst.List, cst.Tuple)):
+            members = value.args[0].value.elements
+            entry = members[0].value if members else None
+        return entry.value if isinstance(entry, cst.Name) else None
+
+    def plain_agent_reason(self, name: str) -> str:
+        """Why an agent of the workflow stays plain under osmosis-ai 0.3 (the TODO above its constructor)."""
+        sample = self.p.sample_agent
+        return (f"`{name}` stays a plain {self.fw.label} agent on its own model: osmosis-ai 0.3 trains one sample per "
+                f"rollout, the conversation of `{sample}` (the run the workflow ends with); the calls of `{name}` are not "
+                "trained and need its model provider reachable wherever the rollout server runs")
+
+    def is_sample_agent(self, name: Optional[str]) -> bool:
+        """Whether the agent bound to ``name`` may become the rollout's sample (always, unless a sample was chosen
+        and it is another agent)."""
+        return self.sample is None or self.p.sample_agent is None or name == self.p.sample_agent
+
+    def plan_sync_calls(self) -> None:
+        """Sync helpers and sync methods of runner classes that the driver calls run their agents synchronously:
+        inside run() they go to a thread (``await asyncio.to_thread(...)``), so the rollout server's event loop is
+        not blocked while the agent works (the rollout context follows: to_thread copies the context)."""
+        m = self.m
+        objects: dict[str, str] = {}
+        for name, assigns in self.p.facts.stores.items():
+            for a in assigns:
+                if isinstance(a.value, cst.Call) and isinstance(a.value.func, cst.Name) \
+                        and a.value.func.value in m.runner_classes:
+                    objects[name] = a.value.func.value
+        if self.d.kind in ("function", "script", "main") and (m.helpers or m.runner_classes):
+            awaited: set[int] = set()  # shared by the walks of all the statements
+            for stmt in self.d.stmts:
+                fast_visit(stmt, _SyncAgentCalls(m, self.p, objects, awaited))
+
+    def run_helper(self) -> Plan:
+        """A function that runs agents for a driver (a helper, a tool, a guardrail): its agents become the Osmosis
+        classes, its runs get a fresh session each time (it may be called many times); its inputs are its own."""
+        d = self.d
+        deps = self.agent_deps(self.initial_agent_names())
+        self_agents = self.self_agents | set(self.m.imported_agents)
+        facts = body_facts(d.stmts, self.fw, set(deps) | self_agents, producers=self.producers())
+        self.p = Plan(driver=d, facts=facts, mode="inplace")
+        self.p.deps = sorted(deps, key=lambda n: self.m.agents[n])
+        self.local_agents = {c.var for c in facts.ctors if c.var} | set(deps) | self_agents
+        self.use_imported()
+        self.entry.kind = ""
+        self.resolve_agents()
+        for run in facts.runs:
+            run.input_kind = KEEP
+        others = (set(facts.loads) & self.m.helpers) - {d.name}
+        if others:
+            self.problem(f"`{d.name}` itself uses the helper `{sorted(others)[0]}` (helpers are migrated one level deep)")
+        self.plan_process_code()
+        self.plan_models()
+        self.plan_runs()
+        self.plan_samples()
+        return self.p
+
+    def use_imported(self) -> None:
+        """Names imported from other files of the run: their rollout versions replace them in what is migrated
+        (``planner_agent`` → ``planner_agent_for_rollout()``, ``ResearchManager`` → ``ResearchManagerForRollout``);
+        a name whose file offers nothing makes the driver fail with that file's reason."""
+        m, p = self.m, self.p
+        for name in sorted(set(p.facts.loads)):
+            if name in self.own_agent_tools():
+                continue  # 0.3: a tool running its own agent stays as it is (its agent is not the sample)
+            if name in m.imported_problems:
+                self.problem(m.imported_problems[name])
+            elif m.imported_agents.get(name):
+                p.agent_calls[name] = m.imported_agents[name]
+            elif m.imported_classes.get(name):
+                p.renames[name] = m.imported_classes[name]
+            elif m.imported_helpers.get(name):
+                p.renames[name] = m.imported_helpers[name]
+
+    def plan_helpers(self) -> None:
+        """The helpers the driver uses — called (``await check(x)``) or handed to an agent (``tools=[f]``,
+        ``input_guardrails=[g]``), and classes whose methods run agents: each is planned; what it cannot do, the
+        driver cannot either."""
+        self.use_imported()
+        for name in sorted(set(self.p.facts.loads) & self.m.runner_classes - set(self.m.imported_classes)):
+            self.plan_class(name)
+        used = set(self.p.facts.loads) & self.m.helpers - set(self.m.imported_helpers)
+        for dep in self.p.deps:
+            used |= set(self.m.counts[self.m.agents[dep]]) & self.m.helpers
+        for name in sorted(used - {self.d.name} - self.own_agent_tools()):
+            func = self.m.body[self.m.functions[name]]
+            assert isinstance(func, cst.FunctionDef)
+            driver = Driver("helper", name, [self.m.functions[name]], list(block_statements(func.body)), func)
+            plan = DriverPlanner(self.m, self.fw, driver, self.target).run()
+            self.p.helper_plans[name] = plan
+            for problem in plan.problems:
+                self.problem(f"it uses `{name}`, which runs an agent and cannot be migrated with it: {problem}")
+
+    def own_agent_tools(self) -> set[str]:
+        """Functions the driver hands to an agent as tools (never calls itself) whose bodies run agents of their own,
+        when each Osmosis agent is a sample source (Strands) and the target keeps one sample per rollout (0.3): the
+        agent calling the tool is the sample, so the tool stays as it is and its agent plain (not trained)."""
+        if not (self.target.startswith("0.3") and self.fw.agent_is_sample_source):
+            return set()
+        candidates = (set(self.m.helpers) | set(self.m.imported_helpers)) & set(self.p.facts.loads)
+        for dep in self.p.deps:
+            candidates |= set(self.m.counts[self.m.agents[dep]]) & (self.m.helpers | set(self.m.imported_helpers))
+        called = {name for name in candidates for stmt in self.d.stmts if calls_of(stmt, name)}
+        return candidates - called
+
+    def plan_class(self, name: str) -> None:
+        """A class whose methods build agents on ``self`` and run them (``self.agent(q)``, ``Runner.run(planner,
+        …)``): every method that builds or runs an agent is planned as a helper (fresh sessions, placeholder
+        models, ``self.model`` resolved to where ``__init__`` sets it)."""
+        cls = self.m.body[self.m.classes[name]]
+        assert isinstance(cls, cst.ClassDef)
+        methods = [m for m in block_statements(cls.body) if isinstance(m, cst.FunctionDef)]
+        self_agents: set[str] = set()
+        self_values: dict[str, list[cst.BaseExpression]] = {}
+        for method in methods:
+            for target, value in self_assignments(method):
+                self_values.setdefault(target, []).append(value)
+                if isinstance(value, cst.Call) and self.fw.is_agent_ctor(value):
+                    self_agents.add(target)
+        shared_assigns: dict[int, cst.BaseExpression] = {}
+        plans: list[Plan] = []
+        for method in methods:
+            if not (self.fw.has_run_site(method.body, set(self.m.agents) | self_agents, self.producers())
+                    or builds_agent(method, self.fw)):
+                continue
+            driver = Driver("helper", f"{name}.{method.name.value}", [self.m.classes[name]],
+                            list(block_statements(method.body)), method)
+            plan = DriverPlanner(self.m, self.fw, driver, self.target, self_agents=frozenset(self_agents),
+                                 self_values=self_values).run()
+            plan.model_assigns = shared_assigns if not plan.model_assigns else {**plan.model_assigns}
+            shared_assigns.update(plan.model_assigns)
+            plan.model_assigns = shared_assigns
+            plans.append(plan)
+            for problem in plan.problems:
+                self.problem(f"it uses `{name}`, whose method `{method.name.value}` cannot be migrated: {problem}")
+        self.p.class_plans[name] = plans
+
+    def run_factory(self) -> Plan:
+        """A function that builds and returns an agent: only its constructors (and their models) are planned."""
+        facts = body_facts(self.d.stmts, self.fw, set())
+        self.p = Plan(driver=self.d, facts=facts)
+        self.local_agents = {c.var for c in facts.ctors if c.var}
+        self.entry.kind = ""
+        self.plan_models()
+        for c in facts.ctors:
+            name_arg = next((a for a in c.call.args if a.keyword is not None and a.keyword.value == "name"), None)
+            if c.in_loop and name_arg is not None:
+                self.problem(f"`{self.d.name}` builds agents named `{code(name_arg.value)}` in a loop")
+        return self.p
+
+    def initial_agent_names(self) -> set[str]:
+        used: set[str] = set()
+        if self.d.kind == "helper" and self.d.func is not None and "." in self.d.name:  # a method: its own names
+            used = {n.value for n in names_in(self.d.func.body)}
+        else:
+            for i in self.d.indices:
+                used |= set(self.m.counts[i])
+        return used & set(self.m.agents)
+
+    def agent_deps(self, names: set[str]) -> set[str]:
+        """Module-level agents reachable from ``names`` through other module agents' arguments (handoffs,
+        ``as_tool``, a Swarm's members)."""
+        out: set[str] = set()
+        todo = [n for n in names if n in self.m.agents]
+        while todo:
+            n = todo.pop()
+            if n in out:
+                continue
+            out.add(n)
+            todo.extend(x for x in self.m.counts[self.m.agents[n]] if x in self.m.agents and x != n)
+        return out
+
+    # -- who calls it, and what it is
+    def check_callers(self) -> None:
+        d, m, p = self.d, self.m, self.p
+        if d.kind != "function":
+            p.mode = "inplace"
+            return
+        func = d.func
+        assert func is not None
+        index = d.indices[0]
+        others: list[str] = []
+        callers: list[int] = []
+        for j in m.users(d.name, skip=[index]):
+            stmt = m.body[j]
+            if is_main_guard(stmt) or (
+                not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) and not is_import_stmt(stmt)
+                and calls_only(stmt, d.name)
+            ):
+                callers.append(j)
+            else:
+                others.append(describe_stmt(stmt))
+        decorators = [code(dec.decorator) for dec in func.decorators]
+        if decorators:
+            if self.fw.is_tool_decorator(func):
+                self.problem(
+                    f"`{d.name}` is a tool (@{decorators[0]}) that runs an inner agent: it stays a tool, "
+                    "see the TODO on the agent it builds"
+                )
+                return
+            others.append(f"the decorator @{decorators[0]}")
+        if m.external.get(d.name):
+            others.extend(m.external[d.name])
+        if is_handler(func):
+            others.append("the Lambda runtime (a `handler(event, context)`)")
+        if not callers and not others and not d.name.startswith("_") and m.main_guard is None:
+            # called by nothing here, in a module with no entry point: a library function other modules may
+            # import — it stays callable, the workflow goes beside it
+            others.append("its importers (a public function of a module without a `__main__` block)")
+        if others:
+            p.mode = "beside"
+            p.notes.append(f"`{d.name}` kept for {', '.join(dict.fromkeys(others))}")
+        else:
+            p.callers = callers
+
+    def check_structure(self) -> None:
+        d, f = self.d, self.p.facts
+        if f.yields:
+            self.problem(f"`{d.name}` is a generator (it yields)")
+        if d.func is not None:
+            params = d.func.params
+            if isinstance(params.star_arg, cst.Param) or params.star_kwarg is not None:
+                star = [x.name.value for x in (params.star_arg, params.star_kwarg) if isinstance(x, cst.Param)]
+                if any(f.load_count(s) for s in star):
+                    self.problem(f"`{d.name}` reads `*{star[0]}`: a rollout only supplies the prompt")
+        if "ctx" in f.loads or "ctx" in f.stores:
+            if self.d.kind != "workflow":
+                self.problem(f"`{d.name}` already uses a name `ctx` (run() receives the rollout context as `ctx`)")
+        if "self" in f.loads and self.d.kind != "workflow":
+            self.problem(f"`{d.name}` uses `self`")
+
+    # -- agents
+    def resolve_agents(self) -> None:
+        """Every run must run an agent the migration builds: a local or module-level agent, an alias of one, the
+        agent a previous run ended with (``result.last_agent``), or one from a factory of this module."""
+        f = self.p.facts
+        known = set(self.local_agents)
+        # agents a previous migration built as the Osmosis class are agents too (already migrated)
+        known |= {name for name, assigns in f.stores.items() if any(
+            isinstance(a.value, cst.Call) and (self.fw.is_osmosis_agent_ctor(a.value) or self.fw.is_group_ctor(a.value))
+            for a in assigns)}
+        # aliases: `agent = triage_agent`, `agent = result.last_agent`, `agent = create_agent()`
+        changed = True
+        while changed:
+            changed = False
+            for name, assigns in f.stores.items():
+                if name in known or not assigns:
+                    continue
+                ok = True
+                for a in assigns:
+                    v = a.value
+                    if isinstance(v, cst.Name) and v.value in known:
+                        continue
+                    if isinstance(v, cst.Attribute) and v.attr.value in ("last_agent", "current_agent"):
+                        continue
+                    if isinstance(v, cst.Call) and isinstance(v.func, cst.Name) and v.func.value in self.m.functions:
+                        fac = self.factory(v.func.value)
+                        if fac is not None:
+                            self.use_factory(v.func.value)
+                            continue
+                    ok = False
+                    break
+                if ok:
+                    known.add(name)
+                    changed = True
+        self.local_agents = known
+        for run in f.runs:
+            if self.already_migrated(run):
+                continue
+            if run.agent is None:
+                what = code(run.shape.agent)
+                if isinstance(run.shape.agent, cst.Attribute) and code(run.shape.agent.value) == "self":
+                    self.problem(f"it runs `{what}`, an agent kept on an object")
+                elif isinstance(run.shape.agent, cst.Call) and isinstance(run.shape.agent.func, cst.Name) \
+                        and self.factory(run.shape.agent.func.value) is not None:
+                    self.use_factory(run.shape.agent.func.value)
+                    continue
+                else:
+                    self.problem(f"it runs `{what}`, which is not an agent built in this module")
+            elif run.agent not in known:
+                built = [a.value for a in f.stores.get(run.agent, ()) if isinstance(a.value, cst.Call)]
+                if built:
+                    cls = code(built[0].func)
+                    self.problem(f"it runs `{run.agent}`, a `{cls}`: only agents built with the framework's Agent "
+                                 "class are migrated")
+                else:
+                    self.problem(f"it runs `{run.agent}`, which is not an agent built in this module (a parameter "
+                                 "or an object from elsewhere)")
+
+    def producers(self) -> set[str]:
+        """Top-level functions of the module that build and return an agent (factories)."""
+        if self.m.factories is None:
+            self.m.factories = {name for name in self.m.producers if self.factory(name) is not None}
+        return self.m.factories
+
+    def use_factory(self, name: str) -> None:
+        """The driver runs agents from the factory ``name``: plan the factory too (its agents must be the Osmosis
+        classes on the placeholder model when the workflow calls it)."""
+        if name in self.p.factory_plans:
+            return
+        func = self.factory(name)
+        assert func is not None
+        driver = Driver("factory", name, [self.m.functions[name]], list(block_statements(func.body)), func)
+        plan = DriverPlanner(self.m, self.fw, driver, self.target).run()
+        self.p.factory_plans[name] = plan
+        for problem in plan.problems:
+            self.problem(f"its agent comes from `{name}()`, which cannot be migrated: {problem}")
+
+    def factory(self, name: str) -> Optional[cst.FunctionDef]:
+        """``name`` is a top-level function that builds and returns an agent without running one."""
+        i = self.m.functions.get(name)
+        if i is None:
+            return None
+        func = self.m.body[i]
+        assert isinstance(func, cst.FunctionDef)
+        if self.fw.has_run_site(func.body, set(self.m.agents)):
+            return None
+        builds = AgentCtorFinder(self.fw)
+        fast_visit(func.body, builds)
+        returns = returns_of(func.body)
+        if not builds.found or not returns:
+            return None
+        return func
+
+    # -- the program's input
+    def choose_entry(self) -> None:
+        f, p, d = self.p.facts, self.p, self.d
+        self.entry = Entry()
+        runs = [r for r in f.runs]
+        if d.kind == "workflow":
+            self.entry.kind, self.entry.expr = "expr", "ctx.prompt"
+            return
+        # 1. interactive reads / command line
+        reads = [x for x in f.process if x.kind in ("input", "argv") and x.nested is None]
+        read_vars: list[tuple[str, cst.CSTNode]] = []
+        for x in reads:
+            stmt = x.stmt
+            var = assigned_name(stmt)
+            if var is None or x.in_loop:
+                continue
+            if len(f.stores.get(var, ())) == 1:
+                read_vars.append((var, stmt))
+        argparse_args = self.argparse_result()
+        if len({v for v, _ in read_vars}) > 1:
+            self.problem("it reads its input " + " and ".join(f"`{v}`" for v, _ in read_vars) +
+                         " from the user: a rollout has one prompt")
+            return
+        if read_vars:
+            self.entry.kind, self.entry.var = "var", read_vars[0][0]
+            self.entry.read_stmt = read_vars[0][1]
+            p.entry_desc = f"`{self.entry.var}` (read with {self.read_what(read_vars[0][1])})"
+            return
+        if argparse_args is not None:
+            attrs = self.argparse_attrs(argparse_args)
+            reaching = [a for a in attrs if self.reaches_input(f"{argparse_args}.{a}", expr=True)]
+            if len(reaching) == 1:
+                self.entry.kind, self.entry.expr = "expr", f"{argparse_args}.{reaching[0]}"
+                p.entry_desc = f"the command-line argument `{self.entry.expr}`"
+                return
+            if len(reaching) > 1:
+                self.problem("the command-line arguments " + ", ".join(f"`{argparse_args}.{a}`" for a in reaching)
+                             + " all reach the agents' input: a rollout has one prompt")
+                return
+        # 2. parameters
+        if d.func is not None:
+            params = [x for x in (*d.func.params.posonly_params, *d.func.params.params, *d.func.params.kwonly_params)]
+            reaching = [x for x in params if self.reaches_input(x.name.value)]
+            if len(reaching) > 1:
+                self.problem("its parameters " + " and ".join(f"`{x.name.value}`" for x in reaching)
+                             + " all reach the agents' input: a rollout has one prompt")
+                return
+            if reaching:
+                name = reaching[0].name.value
+                access = self.handler_access(name)
+                if access is not None:
+                    self.entry.kind, self.entry.expr = "expr", access
+                    p.entry_desc = f"`{access}`"
+                else:
+                    self.entry.kind, self.entry.var = "var", name
+                    p.entry_desc = f"the parameter `{name}`"
+                self.entry.param = name
+                return
+        # 3. the literal prompt of the first run
+        for run in sorted(runs, key=lambda r: r.order):
+            inp = self.input_of(run)
+            if inp is None:
+                continue
+            if run.in_loop or run.nested:
+                break
+            if is_string(inp) or (isinstance(inp, cst.Name) and self.string_constant(inp.value)):
+                self.entry.kind, self.entry.site = "literal", run
+                p.entry_desc = f"the prompt `{code(inp, 40)}` of the first run"
+                return
+            break
+        if not runs:
+            # it runs agents only through a helper or an object: the literal it hands them is the program's input
+            indirect = self.indirect_inputs()
+            if indirect and (is_string(indirect[0]) or (isinstance(indirect[0], cst.Name)
+                                                        and self.string_constant(indirect[0].value))):
+                self.entry.kind = "indirect"
+                p.text_nodes.add(id(indirect[0]))
+                p.prompt_text = True
+                p.entry_desc = f"the prompt `{code(indirect[0], 40)}`"
+                return
+            if indirect:
+                self.problem(f"it cannot tell which input is the program's own: it hands `{code(indirect[0], 50)}` "
+                             "to the code that runs the agent")
+            return
+        first = next((r for r in sorted(runs, key=lambda r: r.order) if self.input_of(r) is not None), None)
+        if first is None:
+            if any(r.shape.method not in ("call",) or r.shape.input_arg is None for r in runs) and runs:
+                # agents started without an input (Strands `agent()` on messages it was given)
+                return
+            return
+        inp = self.input_of(first)
+        assert inp is not None
+        media = media_key(inp)
+        if media:
+            self.problem(
+                f"the input of its first run holds an `{media}` part (`{code(inp, 50)}`): the rollout prompt "
+                "(ctx.prompt) carries only the dataset's messages — put the media into the dataset or merge it "
+                "with ctx.prompt by hand"
+            )
+        elif isinstance(inp, (cst.List, cst.Tuple)):
+            self.problem(
+                f"its first run starts from a literal conversation (`{code(inp, 50)}`): only the rollout prompt "
+                "(ctx.prompt) can be the program's input — merge the extra turns into the dataset or by hand"
+            )
+        else:
+            self.problem(f"it cannot tell which input is the program's own: the first run's input is `{code(inp, 50)}`")
+
+    def plan_params(self) -> None:
+        """Parameters other than the input: unused ones go, used ones keep their default (bound at the top of
+        run()); a used parameter without a default is something a rollout cannot supply."""
+        func, f, p = self.d.func, self.p.facts, self.p
+        if func is None or self.d.kind == "workflow":
+            return
+        entry = self.entry.param
+        for prm in (*func.params.posonly_params, *func.params.params, *func.params.kwonly_params):
+            name = prm.name.value
+            uses = f.load_count(name)
+            if name == entry:
+                if self.entry.kind == "expr":
+                    accesses = sum(subexpr_codes(s).count(self.entry.expr) for s in self.d.stmts)
+                    if uses > accesses:
+                        self.problem(f"it reads `{name}` beyond its prompt (`{self.entry.expr}`): a rollout only "
+                                     "supplies the prompt")
+                continue
+            if not uses:
+                continue
+            if prm.default is not None:
+                p.defaults.append((name, prm.default))
+                continue
+            value = self.caller_value(prm)
+            if value is not None:
+                p.defaults.append((name, value))
+                p.notes.append(f"`{name}` = `{code(value, 30)}` as its caller passed it")
+            else:
+                self.problem(f"its parameter `{name}` is used but has no default: a rollout only supplies the prompt")
+
+    def caller_value(self, prm: cst.Param) -> Optional[cst.BaseExpression]:
+        """The constant the one caller in this module (the ``__main__`` block, a module-level call) passes for
+        ``prm`` — a literal, or a command-line option's default — else None."""
+        func = self.d.func
+        assert func is not None
+        params = [x.name.value for x in (*func.params.posonly_params, *func.params.params)]
+        calls: list[tuple[cst.Call, int]] = []
+        for j in self.m.users(self.d.name, skip=self.d.indices):
+            for call in calls_of(self.m.body[j], self.d.name):
+                calls.append((call, j))
+        if len(calls) != 1:
+            return None
+        call, j = calls[0]
+        name = prm.name.value
+        arg = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
+        if arg is None and name in params:
+            positional = [a for a in call.args if a.keyword is None and not a.star]
+            index = params.index(name)
+            arg = positional[index].value if index < len(positional) else None
+        if arg is None:
+            return None
+        if isinstance(arg, (cst.Integer, cst.Float)) or is_string(arg) or (
+            isinstance(arg, cst.Name) and arg.value in ("True", "False", "None")
+        ):
+            return arg
+        if isinstance(arg, cst.Attribute) and isinstance(arg.value, cst.Name):
+            block = self.m.body[j]
+            stmts = list(block_statements(block.body)) if isinstance(block, cst.If) else [block]
+            value = argparse_defaults(stmts).get(arg.attr.value)
+            if value is not None:
+                return value
+        return None
+
+    def read_what(self, stmt: cst.CSTNode) -> str:
+        for x in self.p.facts.process:
+            if x.stmt is stmt:
+                return x.what
+        return "input()"
+
+    def argparse_result(self) -> Optional[str]:
+        for x in self.p.facts.process:
+            if x.kind == "argparse" and code(x.node).endswith(("parse_args()", "parse_args(argv)")) or (
+                x.kind == "argparse" and isinstance(x.node, cst.Call) and isinstance(x.node.func, cst.Attribute)
+                and x.node.func.attr.value in ("parse_args", "parse_known_args")
+            ):
+                var = assigned_name(x.stmt)
+                if var is not None:
+                    return var
+        return None
+
+    def argparse_attrs(self, var: str) -> list[str]:
+        attrs: list[str] = []
+        for stmt in self.d.stmts:
+            for node in attributes_of(stmt, var):
+                if node not in attrs:
+                    attrs.append(node)
+        return attrs
+
+    def string_constant(self, name: str) -> bool:
+        stores = self.p.facts.stores.get(name)
+        if stores:
+            return len(stores) == 1 and stores[0].value is not None and is_string(stores[0].value) and not stores[0].in_loop
+        return name in self.m.strings and self.m.bindings.get(name) == 1
+
+    def input_of(self, run: RunSite) -> Optional[cst.BaseExpression]:
+        return run.shape.input_arg.value if run.shape.input_arg is not None else None
+
+    def deps_of(self, expr: cst.CSTNode, seen: Optional[set[str]] = None) -> set[str]:
+        """Names ``expr`` depends on, through the block's assignments (transitively) — but not through the result
+        of a run: what an agent answered is the agent's output, not the program's input."""
+        seen = set() if seen is None else seen
+        out: set[str] = set()
+        for n in names_in(expr):
+            if n.value in seen:
+                continue
+            seen.add(n.value)
+            out.add(n.value)
+            for a in self.p.facts.stores.get(n.value, ()):
+                if a.value is not None and not self.holds_run(a):
+                    out |= self.deps_of(a.value, seen)
+            for arg in self.nested_param_args(n.value):
+                out |= self.deps_of(arg, seen)
+        return out
+
+    def holds_run(self, a) -> bool:
+        """The assignment stores (something computed from) a run's result: ``r = await Runner.run(...)``,
+        ``r = await drain(r, verbose)``, ``state = r.to_state()`` where ``r`` held a run."""
+        cache = self._holds_run
+        key = id(a)
+        if key in cache:
+            return cache[key]
+        cache[key] = False
+        value = a.value
+        result = any(contains(value, r.call) for r in self.p.facts.runs) if value is not None else False
+        if not result and value is not None:
+            for n in names_in(value):
+                if any(self.holds_run(b) for b in self.p.facts.stores.get(n.value, ()) if b is not a):
+                    result = True
+                    break
+        cache[key] = result
+        return result
+
+    def nested_param_args(self, name: str) -> list[cst.BaseExpression]:
+        """When ``name`` is a parameter of a function defined in the block (``async def ask(prompt)``), the
+        arguments the block passes for it (``ask(question)`` → ``question``): data flows through the call."""
+        out: list[cst.BaseExpression] = []
+        for fname, func in self.p.facts.nested_defs.items():
+            params = [x.name.value for x in func.params.params]
+            if name not in params:
+                continue
+            index = params.index(name)
+            for stmt in self.d.stmts:
+                for call in calls_of(stmt, fname):
+                    positional = [a for a in call.args if a.keyword is None and not a.star]
+                    if index < len(positional):
+                        out.append(positional[index].value)
+                    out.extend(a.value for a in call.args if a.keyword is not None and a.keyword.value == name)
+        return out
+
+    def indirect_inputs(self) -> list[cst.BaseExpression]:
+        """First arguments of the calls that run agents through a helper or an object of a runner class
+        (``assistant.suggest("eggs")``, ``await ResearchManager().run(query)``, ``await check(text)``), in order."""
+        m = self.m
+        if not m.helpers and not m.runner_classes:
+            return []
+        if self._indirect is not None:
+            return self._indirect
+        objects = {name for name, assigns in self.p.facts.stores.items()
+                   if any(isinstance(a.value, cst.Call) and isinstance(a.value.func, cst.Name)
+                          and a.value.func.value in m.runner_classes for a in assigns)}
+        out: list[cst.BaseExpression] = []
+        for stmt in self.d.stmts:
+            fast_visit(stmt, IndirectInputs(m, objects, out))
+        self._indirect = out
+        return out
+
+    def reaches_input(self, name: str, expr: bool = False) -> bool:
+        inputs = [self.input_of(r) for r in self.p.facts.runs] + self.indirect_inputs()
+        for inp in inputs:
+            if inp is None:
+                continue
+            if expr:
+                if name in subexpr_codes(inp) or any(
+                    name in subexpr_codes(a.value)
+                    for dep in self.deps_of(inp) for a in self.p.facts.stores.get(dep, ()) if a.value is not None
+                ):
+                    return True
+            elif name in self.deps_of(inp):
+                return True
+        return False
+
+    def handler_access(self, param: str) -> Optional[str]:
+        """``event.get("prompt")`` / ``event["prompt"]`` / ``body.message`` when every use of ``param`` that
+        reaches an input is that one access — in the input, or as the value of an assignment the input reads
+        (``prompt = event.get("prompt", "")``, also with ``.strip()`` and the like around it) — (a handler argument
+        carrying the prompt), else None. An access whose result is computed on before it reaches the input
+        (``body = json.loads(event["body"])``) is a problem: which part of it is the prompt cannot be told."""
+        accesses: set[str] = set()
+        for run in self.p.facts.runs:
+            inp = self.input_of(run)
+            if inp is None:
+                continue
+            for n in names_in(inp):
+                if n.value == param:
+                    parent = access_around(inp, n)
+                    if parent is None:
+                        return None
+                    accesses.add(code(parent, 200))
+            for dep in self.deps_of(inp):
+                for a in self.p.facts.stores.get(dep, ()):
+                    if a.value is None or self.holds_run(a):
+                        continue
+                    for n in names_in(a.value):
+                        if n.value != param:
+                            continue
+                        parent = access_around(a.value, n)
+                        if parent is None:
+                            return None  # the parameter itself is passed on: it is the text
+                        if not text_of(a.value, parent):
+                            self.problem(f"the agents' input comes from `{param}` through `{code(a.value, 80)}`: which "
+                                         "part of that is the rollout's prompt cannot be told")
+                            return None
+                        accesses.add(code(parent, 200))
+        if len(accesses) != 1:
+            return None
+        return accesses.pop()
+
+    # -- each run's input
+    def classify_inputs(self) -> None:
+        f, p = self.p.facts, self.p
+        other_uses = False
+        for run in f.runs:
+            inp = self.input_of(run)
+            if inp is None:
+                run.input_kind = KEEP
+                continue
+            if self.entry.kind == "literal":
+                run.input_kind = ENTRY if run is self.entry.site else KEEP
+            elif self.entry.kind == "var":
+                var = self.entry.var
+                reassigned = len(f.stores.get(var, ())) > (1 if self.d.func is None or var != self.entry.param else 0)
+                if isinstance(inp, cst.Name) and inp.value == var and not reassigned:
+                    run.input_kind = ENTRY
+                elif var in self.deps_of(inp):
+                    run.input_kind = TEMPLATE
+                else:
+                    run.input_kind = KEEP
+            elif self.entry.kind == "expr":
+                text = code(inp, 400)
+                if text == self.entry.expr:
+                    run.input_kind = ENTRY
+                elif self.entry.expr in subexpr_codes(inp):
+                    run.input_kind = TEMPLATE
+                else:
+                    run.input_kind = KEEP
+            else:
+                run.input_kind = KEEP
+            if run.input_kind == ENTRY and (run.in_loop or run.nested):
+                # the prompt fed again and again: a REPL or a batch over inputs, not one rollout
+                run.input_kind = TEMPLATE
+        # what needs the prompt's text
+        if self.entry.kind == "var":
+            var = self.entry.var
+            entry_loads = sum(1 for r in f.runs if r.input_kind == ENTRY)
+            if f.load_count(var) > entry_loads:
+                p.prompt_text = True
+                if self.entry.read_stmt is not None:
+                    p.bind_at = self.entry.read_stmt
+                else:
+                    p.bind = var
+            elif self.entry.read_stmt is not None:
+                p.drop.add(id(self.entry.read_stmt))
+            other_uses = f.load_count(var) > entry_loads
+        elif self.entry.kind == "expr" and self.entry.expr != "ctx.prompt":
+            if any(r.input_kind == TEMPLATE for r in f.runs) or self.expr_used_elsewhere():
+                p.subst = self.entry.expr
+                p.prompt_text = True
+        del other_uses
+
+    def expr_used_elsewhere(self) -> bool:
+        count = 0
+        for stmt in self.d.stmts:
+            count += subexpr_codes(stmt).count(self.entry.expr)
+        used_in_entry = sum(1 for r in self.p.facts.runs if r.input_kind == ENTRY)
+        return count > used_in_entry
+
+    # -- interactive and process-level code
+    def plan_process_code(self) -> None:
+        f, p = self.p.facts, self.p
+        argparse_var = self.argparse_result()
+        allowed_argparse = argparse_var is not None and self.entry.kind == "expr" and (self.entry.expr or "").startswith(argparse_var + ".")
+        for x in f.process:
+            if x.kind in ("input", "argv") and self.entry.read_stmt is x.stmt:
+                continue
+            if x.kind == "argparse" and allowed_argparse:
+                continue
+            where = f" in `{x.nested}`" if x.nested else ""
+            if x.kind == "input":
+                if x.in_loop and any(r.in_loop for r in f.runs):
+                    self.problem(f"it reads {x.what} in a loop{where} (an interactive REPL): a rollout is one "
+                                 "conversation from ctx.prompt — write run() for one turn by hand")
+                else:
+                    self.problem(f"it asks the user ({x.what}{where}) beyond its one input")
+            elif x.kind == "confirm":
+                self.problem(f"it asks a human to confirm ({x.what}{where}): a rollout has no one to ask")
+            elif x.kind == "exit":
+                self.problem(f"it ends the process ({x.what}{where}), which would stop the rollout server")
+            elif x.kind == "sleep":
+                self.problem(f"it calls {x.what}{where}, which would block the rollout server's event loop")
+            elif x.kind == "server":
+                self.problem(f"it starts a server or UI ({x.what}{where})")
+            elif x.kind == "argparse":
+                self.problem(f"it parses the command line ({x.what}){'' if argparse_var is None else ' beyond the one input'}")
+            elif x.kind == "argv":
+                self.problem(f"it reads `sys.argv`{where} beyond its one input")
+        if allowed_argparse:
+            assert argparse_var is not None
+            uses = [a for a in self.argparse_attrs(argparse_var) if f"{argparse_var}.{a}" != self.entry.expr]
+            self.argparse_other = uses
+            # dropped if every other use is a model setting the placeholder replaces (checked in plan_models)
+        for call, stmt, zero in f.exits:
+            if zero and is_expr_stmt_of(stmt, call):
+                p.exits.add(id(call))
+            elif zero:
+                self.problem(f"it ends the process inside an expression (`{code(stmt, 40)}`)")
+        # functions of the module it calls that are interactive themselves (`approved = ask_approval(item)`)
+        for name in sorted(set(f.loads) & set(self.m.functions) - {self.d.name}):
+            what = interactive_function(self.m, self.fw, name)
+            if what:
+                self.problem(f"it calls `{name}()`, which {what}")
+        # `while True` around a run without a way out but `break`: a loop the rollout would repeat forever
+        for run in f.runs:
+            if run.in_loop == "while True" and not any(x.kind == "input" for x in f.process):
+                pass
+
+    # -- models
+    def plan_models(self) -> None:
+        f, p = self.p.facts, self.p
+        for call, resolved in f.foreign:
+            self.problem(f"it builds `{resolved.rsplit('.', 1)[-1]}(...)`, an agent class the migration does not "
+                         "handle: its model would stay the fixed one")
+        dropped: list[cst.CSTNode] = []
+        ctors = list(f.ctors)
+        # module-level agents built in run(): their constructors too
+        self.dep_ctors = []
+        for name in p.deps:
+            value = assigned_value(self.m.body[self.m.agents[name]])
+            if isinstance(value, cst.Call) and name not in self.m.groups:
+                self.dep_ctors.append((name, value))
+        built = [*((c.call, c.nested, c.var, c.stmt) for c in ctors), *((v, None, n, None) for n, v in self.dep_ctors)]
+        for ctor_call, where, var, stmt in built:
+            if self.fw.agent_is_sample_source and not self.is_sample_agent(var):
+                # one sample per rollout: this agent stays plain, on its own model (not trained)
+                name = var or code(ctor_call.func)
+                p.plain_agents[id(ctor_call)] = (name, ctor_call)
+                at = stmt if stmt is not None else self.m.body[self.m.agents[var]]
+                p.notes_at[id(at)] = (self.fw.codes.agent_left.code, self.plain_agent_reason(name))
+                continue
+            plan, reason, gone = self.fw.plan_model(ctor_call, self, where)
+            if reason:
+                self.problem(reason)
+                continue
+            p.ctors[id(ctor_call)] = plan
+            dropped.extend(gone)
+        # command-line arguments other than the input: fine if they only fed what the placeholder replaces, else
+        # the rollout runs with the option's default (as the program does when the option is not given)
+        defaults = argparse_defaults(self.d.stmts)
+        for attr in self.argparse_other or []:
+            var = self.argparse_result()
+            uses_ok = all(any(contains(g, n) for g in dropped) for n in attribute_nodes(self.d.stmts, var, attr))
+            if uses_ok:
+                continue
+            if attr in defaults and defaults[attr] is not None:
+                p.subst_map[f"{var}.{attr}"] = defaults[attr]
+                p.notes.append(f"`{var}.{attr}` → its default")
+            else:
+                self.problem(f"it reads the command-line argument `{var}.{attr}`, which has no default: a rollout "
+                             "only supplies the prompt")
+        if self.argparse_other is not None and not [x for x in self.p.problems if "command-line" in x]:
+            for x in f.process:
+                if x.kind == "argparse" or (x.kind == "argv" and False):
+                    p.drop.add(id(x.top if x.top is x.stmt else x.stmt))
+            # `parser.add_argument(...)` statements and the parser itself go with parse_args()
+            var = self.argparse_result()
+            for stmt in self.d.stmts:
+                if is_parser_stmt(stmt, var):
+                    p.drop.add(id(stmt))
+
+    def resolve_attr(self, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+        """What ``self.x`` holds when one method of the class sets it once (``self.model = LiteLLMModel(...)``)."""
+        values = self.self_values
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+            found = values.get(f"self.{expr.attr.value}", [])
+            if len(found) == 1:
+                return found[0]
+        return None
+
+    def resolve_local(self, name: str) -> Optional[tuple[str, cst.BaseExpression, object]]:
+        """What a name used as a model holds: ("local", value, assign) / ("module", value, index) /
+        ("param", default or None, param) / None."""
+        stores = self.p.facts.stores.get(name)
+        if stores:
+            if len(stores) == 1 and stores[0].simple and stores[0].value is not None and not stores[0].in_loop:
+                return "local", stores[0].value, stores[0]
+            return None
+        if self.d.func is not None:
+            for prm in (*self.d.func.params.params, *self.d.func.params.kwonly_params, *self.d.func.params.posonly_params):
+                if prm.name.value == name:
+                    return "param", prm.default, prm
+        value = self.m.value_of(name)
+        if value is not None:
+            return "module", value, self.m.models.get(name)
+        return None
+
+    # -- runs and sessions
+    def plan_runs(self) -> None:
+        f, p = self.p.facts, self.p
+        for run in f.runs:
+            if self.already_migrated(run):
+                continue
+            rp = RunPlan()
+            if run.in_lambda:
+                self.problem(f"it runs `{run.agent or code(run.shape.agent)}` inside a lambda")
+                continue
+            if run.in_loop == "comprehension":
+                self.problem(f"it runs `{run.agent or code(run.shape.agent)}` in a comprehension "
+                             f"(`{code(run.stmt, 50)}`): give each run its own sample by hand")
+                continue
+            if run.input_kind == ENTRY and not self.fw.takes_prompt_already(run):
+                rp.input = "prompt"
+            elif run.input_kind == TEMPLATE and p.subst:
+                rp.input = "sub"
+            problem = self.fw.plan_run(run, rp, self)
+            if problem:
+                self.problem(problem)
+                continue
+            p.runs[id(run.call)] = rp
+        if p.prompt_text or any(r.input == "text" for r in p.runs.values()):
+            p.prompt_text = True
+
+    def already_migrated(self, run: RunSite) -> bool:
+        """A run that already passes an ``OsmosisMemorySession`` (written by a previous migration or by hand)."""
+        sess = run.shape.session
+        if isinstance(sess, cst.Call):
+            return code(sess.func).endswith("OsmosisMemorySession")
+        if isinstance(sess, cst.Name):
+            for a in self.p.facts.stores.get(sess.value, ()):
+                if isinstance(a.value, cst.Call) and code(a.value.func).endswith("OsmosisMemorySession"):
+                    return True
+        return False
+
+    def plan_samples(self) -> None:
+        problem = self.fw.plan_samples(self)
+        if problem:
+            self.problem(problem)
+
+
+class _SyncAgentCalls(cst.CSTVisitor):
+    """The calls not awaited (``awaited``: ids of awaited expressions met so far) of a sync helper or of a sync method
+    of a runner class (through ``objects``: variable → its class), added to ``p.thread_calls``; nested functions and
+    lambdas are not entered."""
+
+    def __init__(self, m: ModuleModel, p: Plan, objects: dict[str, str], awaited: set[int]) -> None:
+        super().__init__()
+        self.m = m
+        self.p = p
+        self.objects = objects
+        self.awaited = awaited
+
+    def visit_Await(self, n: cst.Await) -> None:
+        self.awaited.add(id(n.expression))
+
+    def visit_Call(self, n: cst.Call) -> None:
+        m, p = self.m, self.p
+        f = n.func
+        if id(n) in self.awaited:
+            return
+        if isinstance(f, cst.Name) and f.value in m.helpers and f.value in m.functions:
+            func = m.body[m.functions[f.value]]
+            if isinstance(func, cst.FunctionDef) and func.asynchronous is None:
+                p.thread_calls.add(id(n))
+        elif isinstance(f, cst.Attribute):
+            owner = f.value
+            cls_name = self.objects.get(owner.value) if isinstance(owner, cst.Name) else (
+                owner.func.value if isinstance(owner, cst.Call) and isinstance(owner.func, cst.Name)
+                and owner.func.value in m.runner_classes else None)
+            if cls_name and _is_sync_method(m, cls_name, f.attr.value):
+                p.thread_calls.add(id(n))
+
+    def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_Lambda(self, n: cst.Lambda) -> bool:
+        return False
+
+
+def _is_sync_method(m: ModuleModel, cls_name: str, method: str) -> bool:
+    """``method`` of the module's class ``cls_name`` is a plain (not async) def."""
+    if cls_name not in m.classes:
+        return False  # imported: its rollout version is what runs (awaited as written)
+    cls = m.body[m.classes[cls_name]]
+    for stmt in block_statements(cls.body):
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == method:
+            return stmt.asynchronous is None
+    return False
+
+
+def plan_driver(model: ModuleModel, fw: "Framework", driver: Driver, target: str = DEFAULT_TARGET) -> Plan:
+    """The plan for one driver (see the module docstring); ``plan.problems`` lists why it cannot be migrated."""
+    return DriverPlanner(model, fw, driver, target).run()
