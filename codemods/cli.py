@@ -186,7 +186,7 @@ def _confirm_dirty(dirty: Sequence[str]) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
-def _verify(changed, *, failed: bool, report: Optional[str] = None, jobs: int = 2) -> int:
+def _verify(changed, *, failed: bool, report: Optional[str] = None, jobs: int = 2, target: str = "0.3") -> int:
     """``--verify``: run original and migrated versions of the changed files and report (codemods.verify); with
     ``report``, the verdicts are added to that report document as its ``"verify"`` list."""
     from codemods.verify import DIFFERENT, ERROR, verify_migrations
@@ -196,7 +196,7 @@ def _verify(changed, *, failed: bool, report: Optional[str] = None, jobs: int = 
         encoding = _file_encoding(r.old_bytes or b"")
         items.append((r.path, (r.old_bytes or b"").decode(encoding), (r.new_bytes or b"").decode(encoding), r.edits))
     try:
-        verdicts = verify_migrations(items, jobs=jobs)
+        verdicts = verify_migrations(items, jobs=jobs, target=target)
     except ImportError as exc:
         print(f"osmosis-migrate: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -312,7 +312,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print("osmosis-migrate: nothing written", file=sys.stderr)
         return EXIT_USAGE
     if args.verify:
-        return _verify(changed, failed=bool(summary.failed), report=args.report, jobs=min(jobs, 2))
+        return _verify(changed, failed=bool(summary.failed), report=args.report, jobs=min(jobs, 2),
+                       target=target.target)
     if summary.failed:
         return EXIT_FAILED
     if mode in ("diff", "check") and changed:

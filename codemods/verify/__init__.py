@@ -43,10 +43,11 @@ __all__ = ["DIFFERENT", "ERROR", "NOT_VERIFIED", "SAME", "SAMPLE_CASES", "CaseOu
 
 def verify_migrations(items: Sequence[tuple[str, str, str, Sequence[Any]]],
                       cases: Sequence[tuple[str, str]] = SAMPLE_CASES, *, jobs: int = 2,
-                      zygote: Optional[Zygote] = None) -> list[FileVerification]:
+                      zygote: Optional[Zygote] = None, target: str = "0.3") -> list[FileVerification]:
     """Verify each ``(path, original_text, migrated_text, edits)``; verdicts in the same order. ``jobs`` files are
     verified at a time; ``zygote``: a warm :class:`~codemods.verify.runner.Zygote` to fork from (else one is started
-    for the call, when anything has to run).
+    for the call, when anything has to run); ``target``: the osmosis-ai the migration wrote for (``0.3``: workflows
+    are driven by today's polling controller; ``0.2``: by the callback controller).
 
     Raises ``ImportError`` (with what to install) when osmosis-compat is not installed (the child processes need
     it); everything the user's code does is reported per file, never raised.
@@ -57,22 +58,23 @@ def verify_migrations(items: Sequence[tuple[str, str, str, Sequence[Any]]],
         raise ImportError("--verify needs osmosis-compat installed (pip install osmosis-compat)")
     plans = [plan_file(old, new, edits) for _, old, new, edits in items]
     if not any(isinstance(p, list) for p in plans):  # nothing to run: no process to start
-        return [verify_file(*item, cases=cases) for item in items]
+        return [verify_file(*item, cases=cases, target=target) for item in items]
     with contextlib.ExitStack() as stack:
         warm = zygote if zygote is not None else stack.enter_context(Zygote())
         pool = stack.enter_context(ThreadPoolExecutor(max_workers=max(1, jobs)))
-        return list(pool.map(lambda item: verify_file(*item, cases=cases, zygote=warm), items))
+        return list(pool.map(lambda item: verify_file(*item, cases=cases, zygote=warm, target=target), items))
 
 
 def verify_file(path: str, old: str, new: str, edits: Sequence[Any],
-                cases: Sequence[tuple[str, str]] = SAMPLE_CASES, zygote: Optional[Zygote] = None) -> FileVerification:
+                cases: Sequence[tuple[str, str]] = SAMPLE_CASES, zygote: Optional[Zygote] = None,
+                target: str = "0.3") -> FileVerification:
     """The verdict for one file (see the package docstring); ``zygote`` runs the sides (else a process each)."""
     plan = plan_file(old, new, edits)
     if isinstance(plan, Unchanged):
         return FileVerification(path, SAME, how=plan.how)
     if isinstance(plan, str):
         return FileVerification(path, NOT_VERIFIED, plan)
-    verdicts = [_verify_target(path, old, new, target, tuple(cases), zygote) for target in plan]
+    verdicts = [_verify_target(path, old, new, piece, tuple(cases), zygote, target) for piece in plan]
     stubs = sorted({s for v in verdicts for s in v.stubs})
     how = "; ".join(v.how or "" for v in verdicts)
     all_cases = [c for v in verdicts for c in v.cases]
@@ -84,15 +86,15 @@ def verify_file(path: str, old: str, new: str, edits: Sequence[Any],
     return FileVerification(path, SAME, None, all_cases, how, stubs)
 
 
-def _verify_target(path: str, old: str, new: str, target: Target, cases: tuple,
-                   zygote: Optional[Zygote]) -> FileVerification:
+def _verify_target(path: str, old: str, new: str, target: Target, cases: tuple, zygote: Optional[Zygote],
+                   version: str) -> FileVerification:
     entry = target.entry.to_json() if target.entry else None
     label = f"`{target.name}`"
     try:
         originals = run_side(SideSpec(target.mode, path, old, entry, None, cases), zygote=zygote)
         fed = _migrated_cases(old, target, cases, originals)
         migrated = run_side(SideSpec(target.migrated_mode, path, new, entry, target.workflow,
-                                     tuple(c for _, c in fed), old), zygote=zygote)
+                                     tuple(c for _, c in fed), old, version), zygote=zygote)
     except SideFailed as exc:
         return FileVerification(path, ERROR if exc.ours else NOT_VERIFIED, f"{label}: {exc}", how=target.how)
     stubs = sorted({s for run in [*originals, *migrated] for s in run.stubs})

@@ -37,6 +37,7 @@ class SideSpec:
     workflow: Optional[str]
     cases: tuple[tuple[str, str], ...]
     original: Optional[str] = None  # the original text (its environment reads decide the placeholders, both sides)
+    target: str = "0.3"  # the osmosis-ai the migrated text targets: the protocol its workflow is driven over
 
 
 class SideFailed(Exception):
@@ -126,7 +127,7 @@ def run_side(spec: SideSpec, case_timeout: float = CASE_TIMEOUT_S, zygote: Optio
         spec_file, out_file = os.path.join(tmp, "spec.json"), os.path.join(tmp, "out.json")
         with open(spec_file, "w", encoding="utf-8") as fh:
             json.dump({"mode": spec.mode, "path": os.path.abspath(spec.path), "text": spec.text, "entry": spec.entry,
-                       "original": spec.original,
+                       "original": spec.original, "target": spec.target,
                        "workflow": spec.workflow, "timeout": case_timeout,
                        "cases": [{"prompt": p, "label": lbl} for p, lbl in spec.cases]}, fh)
         cwd = os.path.dirname(os.path.abspath(spec.path)) or "."

@@ -191,7 +191,7 @@ def test_cli_verify_exit_codes(tmp_path, monkeypatch, capsys, statuses, code):
         shutil.copy(PLAIN / name, tmp_path / name)
     import codemods.verify
 
-    def verdicts(items, jobs=2, zygote=None):
+    def verdicts(items, jobs=2, zygote=None, target="0.3"):
         return [FileVerification(path, status, "why" if status != SAME else None, how="stub")
                 for (path, *_), status in zip(sorted(items), statuses)]
 

@@ -48,7 +48,8 @@ def _run(spec: dict, walls: Any, scratch: str) -> list[dict]:
     if mode == "workflow":
         _preload_runtime()
         sandbox.stub_missing(walls, path)
-        return run_workflow(text, path, spec.get("workflow"), cases, timeout, walls, scratch)
+        return run_workflow(text, path, spec.get("workflow"), cases, timeout, walls, scratch,
+                            spec.get("target") or "0.3")
     if mode == "legacy":
         _preload_runtime()
         sandbox.stub_missing(walls, path)

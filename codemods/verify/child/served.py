@@ -54,12 +54,19 @@ def workflow_app(module: types.ModuleType, workflow_name: Optional[str], artifac
 
 
 def run_workflow(text: str, path: str, workflow_name: Optional[str], cases: list[dict], timeout: float,
-                 walls: Walls, scratch: str) -> list[dict]:
-    """One rollout per case against the migrated module's workflow; a record per case (artifacts in ``scratch``)."""
+                 walls: Walls, scratch: str, target: str) -> list[dict]:
+    """One rollout per case against the migrated module's workflow, driven over the protocol of the osmosis-ai it
+    targets (``0.3``: today's polling controller; ``0.2``: the callback controller); a record per case (artifacts in
+    ``scratch``). Agents the migration left plain on purpose (0.3: one sample per rollout) call their own model:
+    redirected, as on the original side, to a second endpoint whose calls count with the rollout's."""
+    from codemods.verify.child import redirect
     from codemods.verify.child.policy import verify_policy
-    from osmosis_compat.testing import FakeWorkflowController, serve_app
+    from osmosis_compat.testing import FakePollingController, FakeWorkflowController, serve_app
 
     policy = verify_policy()
+    plain = FakeWorkflowController(policy)
+    plain.url = serve_app(plain.app).url  # never closed: graceful shutdown would wait for keep-alive connections
+    redirect.install(plain.chat_completions_url, plain.controller_api_key or "verify", walls.stubs, text)
     artifacts = os.path.join(scratch, "artifacts")
     try:
         with case_timer(timeout):
@@ -67,36 +74,40 @@ def run_workflow(text: str, path: str, workflow_name: Optional[str], cases: list
             app, grade = workflow_app(module, workflow_name, artifacts)
     except Exception as exc:  # noqa: BLE001 - the migrated program: reported as its outcome
         return [outcome(policy, [], side_of(walls, error=exc, path=path)) for _ in cases]
-    controller = FakeWorkflowController(policy)
-    # never closed: graceful shutdown would wait for the rollout clients' keep-alive connections; the process exits
+    controller = FakePollingController(policy) if target == "0.3" else FakeWorkflowController(policy)
     controller.url = serve_app(controller.app).url
     server = serve_app(app)
-    return [_drive(controller, policy, server.url, case, grade, timeout, walls, path) for case in cases]
+    return [_drive(controller, plain, policy, server.url, case, grade, timeout, walls, path) for case in cases]
 
 
-def _drive(controller: Any, policy: Any, url: str, case: dict, grade: bool, timeout: float, walls: Walls,
-           path: str) -> dict:
-    from osmosis_compat.workflow.messages import last_assistant_text  # noqa: F401 - imported for the shim's side
+def _drive(controller: Any, plain: Any, policy: Any, url: str, case: dict, grade: bool, timeout: float,
+           walls: Walls, path: str) -> dict:
+    from osmosis_compat.testing import PollingRolloutRecord
 
     rollout_id = f"verify-{next(_ids)}"
     random.seed(0)  # as the original's run (program.run_case)
+    before = len(plain.chat_requests())
+
+    def bodies() -> list[Any]:
+        calls = [*controller.chat_requests(rollout_id), *plain.chat_requests()[before:]]
+        return [r.body for r in sorted(calls, key=lambda r: r.received_at)]
+
     try:
         record = asyncio.run(controller.run_rollout(
             url, rollout_id=rollout_id, initial_messages=[{"role": "user", "content": case["prompt"]}],
             label=case["label"], grade=grade, timeout=timeout,
         ))
     except Exception as exc:  # noqa: BLE001 - a rollout that never completed
-        bodies = [r.body for r in controller.chat_requests(rollout_id)]
-        return outcome(policy, bodies, side_of(walls, error=exc, path=path))
-    bodies = [r.body for r in controller.chat_requests(rollout_id)]
-    completion = record.completion or {}
-    if completion.get("status") != "success":
-        return outcome(policy, bodies, side_of(walls, error_text=f"rollout failed: {completion.get('err_message')}"))
+        return outcome(policy, bodies(), side_of(walls, error=exc, path=path))
+    polling = isinstance(record, PollingRolloutRecord)
+    result = (record.result if polling else record.completion) or {}  # 0.3: the polled result; 0.2: the callback
+    if result.get("status") != "success":
+        return outcome(policy, bodies(), side_of(walls, error_text=f"rollout failed: {result.get('err_message')}"))
     reward = None
     if grade:
-        rewards = list(record.rewards.values())
+        rewards = [record.reward] if polling else list(record.rewards.values())
         reward = rewards[0] if len(rewards) == 1 else None
-    return outcome(policy, bodies, side_of(walls), reward=reward)
+    return outcome(policy, bodies(), side_of(walls), reward=reward)
 
 
 def run_legacy(text: str, path: str, cases: list[dict], timeout: float, walls: Walls) -> list[dict]:
