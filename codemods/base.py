@@ -43,6 +43,7 @@ from typing import Any, ClassVar, Optional, Union
 
 import libcst as cst
 
+from codemods.markers import group_comments, marker_text
 from codemods.options import DEFAULT_TARGET, STRATEGIES, TARGETS  # noqa: F401  (re-exported)
 from codemods.visit import visit as fast_visit
 
@@ -367,20 +368,27 @@ class Rule(ABC):
 
 
 def todo_marker(code: str, reason: str) -> str:
-    """The exact comment text of a TODO marker."""
-    reason = " ".join(reason.split())
-    return f"# TODO(osmosis-migrate {code}): {reason}"
+    """The exact comment text of a TODO marker, on one line (the driver wraps it: :mod:`codemods.markers`)."""
+    return marker_text(code, reason)
 
 
 StatementT = Union[cst.SimpleStatementLine, cst.BaseCompoundStatement]
 
 
+def _comment_values(lines: Sequence[cst.EmptyLine]) -> list[Optional[str]]:
+    return [l.comment.value if l.comment is not None else None for l in lines]
+
+
 def with_todo_comment(stmt: StatementT, code: str, reason: str) -> StatementT:
-    """``stmt`` with a TODO marker comment line above it, unless an identical marker is already there."""
+    """``stmt`` with a TODO marker comment line above it, unless the same marker is already there — on one line
+    or wrapped over several (:func:`codemods.markers.group_comments`), as a previous run left it.
+
+    The marker is written as one line: the driver wraps it at the file's line length once the indentation of the
+    rendered line is known (:func:`codemods.markers.wrap_long_markers`)."""
     marker = todo_marker(code, reason)
-    for line in stmt.leading_lines:
-        if line.comment is not None and line.comment.value.strip() == marker:
-            return stmt
+    comments = _comment_values(stmt.leading_lines)
+    if any(marker_text(c, r) == marker for _, _, c, r in group_comments(comments)):
+        return stmt
     new_line = cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=cst.Comment(marker))
     return stmt.with_changes(leading_lines=[*stmt.leading_lines, new_line])
 
@@ -393,15 +401,16 @@ def dedupe_header_todos(module: cst.Module) -> cst.Module:
     """
     if not module.body or not module.header:
         return module
-    present = {l.comment.value.strip() for l in module.header if l.comment is not None}
+    present = {marker_text(c, r) for _, _, c, r in group_comments(_comment_values(module.header))}
     first = module.body[0]
     lines = list(first.leading_lines)
-    kept = [
-        l for l in lines
-        if not (l.comment is not None and l.comment.value.startswith(TODO_PREFIX) and l.comment.value.strip() in present)
-    ]
-    if len(kept) == len(lines):
+    drop = {
+        k for start, end, c, r in group_comments(_comment_values(lines)) if marker_text(c, r) in present
+        for k in range(start, end)
+    }
+    if not drop:
         return module
+    kept = [l for k, l in enumerate(lines) if k not in drop]
     return module.with_changes(body=[first.with_changes(leading_lines=kept), *module.body[1:]])
 
 
@@ -414,9 +423,10 @@ def has_todo_comment(stmt: StatementT, code: str) -> bool:
 def without_todo_comments(stmt: StatementT, code: str) -> StatementT:
     """``stmt`` without the TODO markers of ``code`` above it (a rule that now migrates what it refused before
     drops its stale marker; a new reason replaces the old one instead of piling up)."""
-    prefix = f"# TODO(osmosis-migrate {code})"
-    kept = [l for l in stmt.leading_lines if not (l.comment is not None and l.comment.value.startswith(prefix))]
-    return stmt if len(kept) == len(stmt.leading_lines) else stmt.with_changes(leading_lines=kept)
+    lines = list(stmt.leading_lines)
+    drop = {k for start, end, c, _ in group_comments(_comment_values(lines)) if c == code for k in range(start, end)}
+    kept = [l for k, l in enumerate(lines) if k not in drop]
+    return stmt if not drop else stmt.with_changes(leading_lines=kept)
 
 
 def has_skip_marker(node: cst.CSTNode) -> bool:

@@ -8,15 +8,15 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
-import re
 import sys
 import time
-from typing import Optional, Sequence
+from typing import Any, NamedTuple, Optional, Sequence
 
 EXIT_OK = 0
 EXIT_CHANGES = 1
 EXIT_USAGE = 2
 EXIT_FAILED = 3
+OUTPUT_FORMATS = ("text", "github", "json")
 
 EPILOG = """\
 commands:
@@ -33,11 +33,20 @@ exit codes:
   with --verify: 0 every verified file behaves the same, 1 a difference was found, 3 a file failed or its
   verification errored (files it cannot run are listed as not verified; they do not change the exit code)
 
+configuration: [tool.osmosis-migrate] in the closest pyproject.toml above the first PATH (select, ignore,
+  exclude, extend-exclude, target, strategy, line-length); flags given on the command line override it
+
+output formats (--output-format): text (the summary, on stderr), github (workflow annotations on stdout: a
+  warning per TODO marker, an error per failed file, and with --check/--diff per file that would change),
+  json (the --report document on stdout)
+
 opting out:
   # osmosis-migrate: skip-file   anywhere in a file: the file is left alone
   # osmosis-migrate: skip        on a class/def/statement line (or the comment line above it): that node is left alone
 
-TODO markers look like `# TODO(osmosis-migrate OM190): what to do by hand`; a re-run never duplicates them.
+TODO markers look like `# TODO(osmosis-migrate OM190): what to do by hand`, wrapped at the file's line length
+(`#   ` continuation lines); a re-run never duplicates or rewraps them. Every TODO count (summary, report,
+`todo`) counts the markers open in the files scanned.
 """
 
 
@@ -74,15 +83,20 @@ def build_parser() -> argparse.ArgumentParser:
                       "answer or model calls (exit 1 if any; needs osmosis-compat and the file's frameworks installed)")
     p.add_argument("--select", action="append", metavar="CODES", help="only these rules: codes/prefixes (OM1, OM100) or names, comma-separated")
     p.add_argument("--ignore", action="append", metavar="CODES", help="skip these rules (same syntax as --select)")
-    p.add_argument("--strategy", choices=("auto", "rewrite", "wrap"), default="auto",
+    p.add_argument("--strategy", choices=("auto", "rewrite", "wrap"), default=None,
                    help="legacy loops: rewrite to a Strands workflow (auto, the default, and rewrite; a loop that "
                    "cannot be rewritten gets a TODO) or wrap with osmosis-compat's adapter (the file then needs "
                    "osmosis-compat)")
-    p.add_argument("--target", choices=("auto", "0.2", "0.3"), default="auto",
+    p.add_argument("--output-format", choices=OUTPUT_FORMATS, default="text",
+                   help="text (default): the summary on stderr; github: GitHub Actions annotations on stdout; json: "
+                   "the report document on stdout")
+    p.add_argument("--target", choices=("auto", "0.2", "0.3"), default=None,
                    help="osmosis-ai API to write: 0.2 (named sessions, ctx.samples + set_sample_reward) or 0.3 (one "
-                   "sample, ctx.sample + set_reward, sessions without names); auto (default): the osmosis-ai "
-                   "requirement declared in the closest pyproject.toml / requirements*.txt / setup.cfg, else 0.2")
-    p.add_argument("--exclude", action="append", metavar="GLOB", default=[], help="exclude files/directories matching GLOB (repeatable)")
+                   "sample, ctx.sample + set_reward, sessions without names); auto (default): 0.2 when the closest "
+                   "pyproject.toml / setup.cfg / setup.py / requirements*.txt requires the 0.2 workflow era "
+                   "(0.2.18-0.2.31), else 0.3 (today's osmosis-ai)")
+    p.add_argument("--exclude", action="append", metavar="GLOB", default=None,
+                   help="exclude files/directories matching GLOB (repeatable; replaces the configuration's exclude)")
     p.add_argument("--no-default-excludes", action="store_true", help="do not skip .git, virtualenvs, .tox, build, dist, site-packages, node_modules, …")
     p.add_argument("--no-gitignore", action="store_true", help="do not honour .gitignore files")
     p.add_argument("-j", "--jobs", type=int, default=None, metavar="N", help="worker processes (default: number of CPU cores)")
@@ -129,14 +143,25 @@ def _cmd_rules() -> int:
     return EXIT_OK
 
 
-TODO_RE = re.compile(rb"#\s*TODO\(osmosis-migrate(?: (OM\d+))?\):\s*(.*)")
+def _load_config(paths: Sequence[str]):
+    """The ``[tool.osmosis-migrate]`` configuration for ``paths``, or an error message."""
+    from codemods.config import ConfigError, load_config
+
+    try:
+        return load_config(paths), None
+    except ConfigError as exc:
+        return None, str(exc)
 
 
 def _cmd_todo(argv: Sequence[str]) -> int:
-    p = _Parser(prog="osmosis-migrate todo", description="List the TODO(osmosis-migrate …) markers still open.")
+    p = _Parser(prog="osmosis-migrate todo", description="List the TODO(osmosis-migrate …) markers still open "
+                "(exit 1 if any): the markers the summary of a run counts, in the same files.")
     p.add_argument("paths", nargs="*", metavar="PATH")
-    p.add_argument("--exclude", action="append", default=[], metavar="GLOB")
+    p.add_argument("--exclude", action="append", default=None, metavar="GLOB")
+    p.add_argument("--output-format", choices=OUTPUT_FORMATS, default="text")
     args = p.parse_args(argv)
+    from codemods.markers import find_markers
+    from codemods.report import todo_count_text
     from codemods.walk import iter_python_files
 
     paths = args.paths or ["."]
@@ -144,22 +169,39 @@ def _cmd_todo(argv: Sequence[str]) -> int:
     if missing:
         print(f"osmosis-migrate: error: no such file or directory: {', '.join(missing)}", file=sys.stderr)
         return EXIT_USAGE
-    count = 0
-    for path in iter_python_files(paths, exclude=args.exclude):
+    config, error = _load_config(paths)
+    if error:
+        print(f"osmosis-migrate: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    exclude = [*(args.exclude if args.exclude is not None else config.exclude or ()), *config.extend_exclude]
+    found = []
+    for path in iter_python_files(paths, exclude=exclude):
         try:
-            data = open(path, "rb").read()
+            with open(path, "rb") as fh:
+                data = fh.read()
         except OSError:
             continue
-        if b"TODO(osmosis-migrate" not in data:
-            continue
-        for lineno, line in enumerate(data.splitlines(), 1):
-            m = TODO_RE.search(line)
-            if m:
-                count += 1
-                code = (m.group(1) or b"").decode()
-                print(f"{path}:{lineno}: {code} {m.group(2).decode('utf-8', 'replace').strip()}".replace(":  ", ": "))
-    print(f"{count} open TODO marker{'s' if count != 1 else ''}", file=sys.stderr)
-    return EXIT_CHANGES if count else EXIT_OK
+        found += [(path, m) for m in find_markers(data)]  # a bytes search first: most files have none
+    if args.output_format == "json":
+        import json
+
+        doc = {"schema": "osmosis-migrate-todo", "version": 1, "count": len(found),
+               "files": len({p for p, _ in found}),
+               "markers": [{"path": p, "line": m.line, "lines": m.lines, "code": m.code, "reason": m.reason}
+                           for p, m in found]}
+        print(json.dumps(doc, indent=2))
+    elif args.output_format == "github":
+        from codemods.output import annotation
+
+        for path, m in found:
+            print(annotation("warning", m.reason, file=path, line=m.line, end_line=m.line + m.lines - 1,
+                             title=m.code or "TODO"))
+    else:
+        for path, m in found:
+            print(f"{path}:{m.line}: {m.code} {m.reason}".replace(":  ", ": "))
+    files = len({p for p, _ in found})
+    print(f"{todo_count_text(len(found))} in {files} file{'s' if files != 1 else ''}", file=sys.stderr)
+    return EXIT_CHANGES if found else EXIT_OK
 
 
 def _file_encoding(data: bytes) -> str:
@@ -219,6 +261,76 @@ def _verify(changed, *, failed: bool, report: Optional[str] = None, jobs: int = 
     return EXIT_CHANGES if counts[DIFFERENT] else EXIT_OK
 
 
+class _Settings(NamedTuple):
+    """The run's settings: command-line flags over ``[tool.osmosis-migrate]`` over the defaults (a NamedTuple:
+    ``dataclasses`` would import ``inspect`` and slow ``--help``)."""
+
+    select: list[str]
+    ignore: list[str]
+    exclude: list[str]
+    strategy: str
+    target: Any  # codemods.targets.TargetChoice
+    declared: Any  # the TargetChoice the tree's requirement gives (its requirement is reported either way)
+
+
+def _settings(args: argparse.Namespace, config: Any) -> _Settings:
+    from codemods.targets import TargetChoice, detect_target
+
+    declared = detect_target(args.paths)
+    if args.target not in (None, "auto"):
+        target = TargetChoice(args.target, "--target")
+    elif args.target is None and config.target not in (None, "auto"):
+        target = TargetChoice(config.target, f"{config.path}: [tool.osmosis-migrate] target")
+    else:
+        target = declared
+    return _Settings(
+        select=_split(args.select) if args.select is not None else list(config.select or ()),
+        ignore=_split(args.ignore) if args.ignore is not None else list(config.ignore or ()),
+        exclude=[*(args.exclude if args.exclude is not None else config.exclude or ()), *config.extend_exclude],
+        strategy=args.strategy or config.strategy or "auto",
+        target=target,
+        declared=declared,
+    )
+
+
+def _diffs(changed) -> dict[str, str]:
+    """path → unified diff of each changed file (decoded with the file's encoding)."""
+    out = {}
+    for r in changed:
+        encoding = _file_encoding(r.old_bytes or b"")
+        old = (r.old_bytes or b"").decode(encoding, "replace").splitlines(keepends=True)
+        new = (r.new_bytes or b"").decode(encoding, "replace").splitlines(keepends=True)
+        out[r.path] = "".join(difflib.unified_diff(old, new, f"a/{r.path}", f"b/{r.path}"))
+    return out
+
+
+def _write(changed, allow_dirty: bool, quiet_prompt: bool) -> tuple[int, list[str]]:
+    """Write the changed files unless some have uncommitted changes (then ask on a terminal, else refuse).
+    Returns (files written, the dirty files when refused)."""
+    from codemods.driver import write_atomic
+
+    if not allow_dirty:
+        from codemods.gitcheck import dirty_files
+
+        dirty = dirty_files([r.path for r in changed])
+        if dirty:
+            print(f"osmosis-migrate: {len(dirty)} of the {len(changed)} file(s) to write "
+                  f"{'has' if len(dirty) == 1 else 'have'} uncommitted changes (commit or stash them, or pass "
+                  "--allow-dirty):", file=sys.stderr)
+            for d in dirty:
+                print(f"  {d}", file=sys.stderr)
+            if quiet_prompt or not _confirm_dirty(dirty):
+                return 0, dirty
+    written = 0
+    for r in changed:
+        try:
+            write_atomic(r.path, r.new_bytes or b"")
+            written += 1
+        except OSError as exc:
+            r.status, r.error = "failed", f"cannot write: {exc.strerror or exc}"
+    return written, []
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point; returns the exit code (the console script exits with it)."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -237,79 +349,80 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print("osmosis-migrate: error: give the files or directories to migrate (they are rewritten in place); "
               "write `osmosis-migrate .` for the current directory", file=sys.stderr)
         return EXIT_USAGE
-    paths = args.paths
-    missing = [x for x in paths if not os.path.exists(x)]
+    missing = [x for x in args.paths if not os.path.exists(x)]
     if missing:
         print(f"osmosis-migrate: error: no such file or directory: {', '.join(missing)}", file=sys.stderr)
         return EXIT_USAGE
     if args.jobs is not None and args.jobs < 1:
         print("osmosis-migrate: error: --jobs must be at least 1", file=sys.stderr)
         return EXIT_USAGE
+    config, error = _load_config(args.paths)
+    if error:
+        print(f"osmosis-migrate: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
 
-    from codemods.driver import STATUS_CHANGED, UsageError, run_many, select_rules, write_atomic
-    from codemods.report import build_report, format_summary, relocate_lines, summarize, write_report
-    from codemods.targets import TargetChoice, detect_target
+    from codemods.config import ConfigError
+    from codemods.driver import STATUS_CHANGED, UsageError, run_many, select_rules
+    from codemods.needs import needs_of
+    from codemods.report import build_report, format_summary, relocate_lines, report_json, summarize, write_report
     from codemods.walk import iter_python_files
 
     try:
-        rules = select_rules(_split(args.select), _split(args.ignore))
-    except UsageError as exc:
+        settings = _settings(args, config)
+        rules = select_rules(settings.select, settings.ignore)
+    except (UsageError, ConfigError) as exc:
         print(f"osmosis-migrate: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    fmt = args.output_format
     mode = "diff" if args.diff else "check" if args.check or args.verify else "write"
     files = list(iter_python_files(
-        paths, exclude=args.exclude, use_default_excludes=not args.no_default_excludes,
+        args.paths, exclude=settings.exclude, use_default_excludes=not args.no_default_excludes,
         respect_gitignore=not args.no_gitignore,
     ))
     jobs = args.jobs or os.cpu_count() or 1
     progress = None
     if not args.no_progress and sys.stderr.isatty():
         progress = _progress_printer(sys.stderr)
-    target = TargetChoice(args.target, "--target") if args.target != "auto" else detect_target(paths)
-    results = run_many(files, rules, strategy=args.strategy, jobs=jobs, progress=progress,
-                       target=target.target) if rules else []
+    results = run_many(files, rules, strategy=settings.strategy, jobs=jobs, progress=progress,
+                       target=settings.target.target) if rules else []
     changed = [r for r in results if r.status == STATUS_CHANGED]
     for r in changed:
         relocate_lines(r)
 
-    written = 0
-    refused = False
-    if mode == "diff":
-        for r in changed:
-            encoding = _file_encoding(r.old_bytes or b"")
-            old = (r.old_bytes or b"").decode(encoding, "replace").splitlines(keepends=True)
-            new = (r.new_bytes or b"").decode(encoding, "replace").splitlines(keepends=True)
-            sys.stdout.writelines(difflib.unified_diff(old, new, f"a/{r.path}", f"b/{r.path}"))
-    elif mode == "write" and changed:
-        if not args.allow_dirty:
-            from codemods.gitcheck import dirty_files
-
-            dirty = dirty_files([r.path for r in changed])
-            if dirty:
-                print("osmosis-migrate: these files have uncommitted changes (commit or stash them, or pass "
-                      "--allow-dirty):", file=sys.stderr)
-                for d in dirty:
-                    print(f"  {d}", file=sys.stderr)
-                refused = not _confirm_dirty(dirty)
-        if not refused:
-            for r in changed:
-                try:
-                    write_atomic(r.path, r.new_bytes or b"")
-                    written += 1
-                except OSError as exc:
-                    r.status, r.error = "failed", f"cannot write: {exc.strerror or exc}"
+    diffs = _diffs(changed) if mode == "diff" else None
+    if diffs is not None and fmt != "json":
+        sys.stdout.write("".join(diffs.values()))
+    written, dirty = _write(changed, args.allow_dirty, fmt != "text") if mode == "write" and changed else (0, [])
 
     summary = summarize(results, rules, written=written)
-    text = format_summary(results, summary, mode, target)
-    print(text.splitlines()[0] if args.quiet else text, file=sys.stderr)
+    needs = needs_of(results, settings.target.target)
+    declared = settings.declared.requirement.text if settings.declared.requirement else None
+    refused = {"reason": "uncommitted changes", "files": dirty} if dirty else None
+    text = format_summary(results, summary, mode, settings.target, refused=bool(dirty),
+                          needs_lines=needs.describe(declared))
+    report = None
+    if args.report or fmt == "json":
+        report = build_report(results, summary, mode=mode, strategy=settings.strategy, rules=rules,
+                              target=settings.target, requires=needs.as_json(declared), refused=refused, diffs=diffs)
+    if fmt == "json":
+        sys.stdout.write(report_json(report))
+    elif fmt == "github":
+        from codemods.output import github_annotations
+
+        lines = github_annotations(results, on_disk_is_output=mode == "write" and not dirty, mode=mode, dirty=dirty)
+        sys.stdout.write("".join(f"{line}\n" for line in lines))
+    if fmt != "json":
+        print(text.splitlines()[0] if args.quiet else text, file=sys.stderr)
     if args.report:
         try:
-            write_report(args.report, build_report(results, summary, mode=mode, strategy=args.strategy, rules=rules, target=target))
+            write_report(args.report, report)
         except OSError as exc:
             print(f"osmosis-migrate: error: cannot write report {args.report}: {exc.strerror or exc}", file=sys.stderr)
             return EXIT_USAGE
-    if refused:
-        print("osmosis-migrate: nothing written", file=sys.stderr)
+    if dirty:
+        print(f"osmosis-migrate: nothing written: {len(dirty)} of the {summary.changed} file(s) that would change "
+              f"{'has' if len(dirty) == 1 else 'have'} uncommitted changes (commit or stash them, or pass "
+              "--allow-dirty)", file=sys.stderr)
         return EXIT_USAGE
     if args.verify:
         return _verify(changed, failed=bool(summary.failed), report=args.report, jobs=min(jobs, 2),

@@ -31,6 +31,7 @@ from codemods.options import DEFAULT_TARGET
 
 if TYPE_CHECKING:
     from codemods.base import Edit, Rule, Todo
+    from codemods.markers import Marker
 
 RuleSpec = Union[str, "type[Rule]"]
 
@@ -65,7 +66,9 @@ class Result:
 
 @dataclass
 class FileResult:
-    """Outcome of one file (nothing written yet). ``rules``: names of the rules that made edits/TODOs."""
+    """Outcome of one file (nothing written yet). ``todos``: what the rules reported; ``markers``: the TODO
+    markers open in the file's final text (the written one when changed) — what the summary, the report and
+    ``osmosis-migrate todo`` count."""
 
     path: str
     status: str
@@ -75,6 +78,7 @@ class FileResult:
     error_rule: Optional[str] = None
     old_bytes: Optional[bytes] = None
     new_bytes: Optional[bytes] = None
+    markers: list["Marker"] = field(default_factory=list)
 
 
 def all_rule_classes() -> list["type[Rule]"]:
@@ -132,10 +136,11 @@ def _check_target(target: str) -> None:
 
 def migrate_bytes(
     data: bytes, rules: Sequence["type[Rule]"], *, strategy: str = "auto", filename: str = "<string>",
-    target: str = DEFAULT_TARGET, repo: Optional[object] = None,
+    target: str = DEFAULT_TARGET, repo: Optional[object] = None, line_length: Optional[int] = None,
 ) -> tuple[bytes, list["Edit"], list["Todo"], list[str]]:
     """Run ``rules`` (already prefiltered) on ``data``; returns (new bytes, edits, todos, names of rules that acted).
-    ``target``: the osmosis-ai API the output is written for (``RuleContext.target``).
+    ``target``: the osmosis-ai API the output is written for (``RuleContext.target``); ``line_length``: the
+    width TODO markers are wrapped at (:func:`codemods.markers.wrap_long_markers`; default 88).
 
     Raises :class:`MigrationError` (input or output does not parse, RecursionError, a rule crashed).
     """
@@ -180,20 +185,23 @@ def migrate_bytes(
         new = module_bytes(module)
     except RecursionError:
         raise MigrationError("code generation hit the recursion limit") from None
+    new_tree = tree
     if new != data:
         try:
-            compile(new, filename, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+            new_tree = compile(new, filename, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
         except (SyntaxError, ValueError, RecursionError) as exc:
             raise MigrationError(f"migrated code would not parse ({exc}); file left as it was") from None
-    return new, ctx.edits, ctx.todos, acted
+    # markers wrapped last, on the checked code (its tree tells string literals apart); only comment lines change
+    return _wrap_markers(new, line_length, new_tree), ctx.edits, ctx.todos, acted
 
 
 def migrate_source(
     text: str, rules: Optional[Iterable[RuleSpec]] = None, strategy: str = "auto", filename: str = "<string>",
-    target: str = DEFAULT_TARGET,
+    target: str = DEFAULT_TARGET, line_length: Optional[int] = None,
 ) -> Result:
     """Migrate Python source ``text`` in memory. ``rules``: names/code prefixes/Rule classes (None = all);
-    ``target``: ``"0.2"`` or ``"0.3"``, the osmosis-ai API the output is written for.
+    ``target``: ``"0.2"`` or ``"0.3"``, the osmosis-ai API the output is written for; ``line_length``: the width
+    TODO markers are wrapped at (default 88).
 
     Raises :class:`MigrationError` when the text cannot be migrated safely, :class:`UsageError` on bad options.
     """
@@ -209,7 +217,8 @@ def migrate_source(
         return Result(new_text=text)
     encoding = _declared_encoding(text)
     data = text.encode(encoding)
-    new, edits, todos, _ = migrate_bytes(data, wanted, strategy=strategy, filename=filename, target=target)
+    new, edits, todos, _ = migrate_bytes(data, wanted, strategy=strategy, filename=filename, target=target,
+                                         line_length=line_length)
     new_text = new.decode(encoding)
     return Result(new_text=new_text, edits=edits, todos=todos, changed=new_text != text)
 
@@ -227,17 +236,35 @@ def _declared_encoding(text: str) -> str:
     return "utf-8" if encoding == "utf-8-sig" else encoding
 
 
+def _wrap_markers(data: bytes, line_length: Optional[int], tree: Optional[ast.AST] = None) -> bytes:
+    from codemods.config import DEFAULT_LINE_LENGTH
+    from codemods.markers import wrap_long_markers
+
+    return wrap_long_markers(data, line_length or DEFAULT_LINE_LENGTH, tree)
+
+
+def _open_markers(data: bytes) -> list["Marker"]:
+    """The TODO markers in a file's text (a bytes search first: most files have none)."""
+    if b"TODO(osmosis-migrate" not in data:
+        return []
+    from codemods.markers import find_markers
+
+    return find_markers(data)
+
+
 def _wants(data: bytes, *rules: "type[Rule]") -> bool:
     return any(w.encode() in data for rule in rules for w in rule.trigger_words)
 
 
 def migrate_file(
     path: Union[str, os.PathLike], rules: Optional[Sequence["type[Rule]"]] = None, strategy: str = "auto",
-    target: str = DEFAULT_TARGET, repo: Optional[object] = None,
+    target: str = DEFAULT_TARGET, repo: Optional[object] = None, line_length: Optional[int] = None,
 ) -> FileResult:
     """Migrate one file in memory (nothing is written; see :func:`write_atomic`). ``repo``: the cross-file facts
     of the run (:func:`codemods.analysis.repo.build_repo_facts`); a file it lists as ``extra`` (it imports what a
-    candidate defines) is given to the rules that use those facts even without their trigger words."""
+    candidate defines) is given to the rules that use those facts even without their trigger words.
+    ``line_length``: the width TODO markers are wrapped at; default: the file's
+    (:func:`codemods.config.line_length_for`)."""
     path = os.fspath(path)
     rules = all_rule_classes() if rules is None else rules
     try:
@@ -245,18 +272,24 @@ def migrate_file(
     except OSError as exc:
         return FileResult(path, STATUS_FAILED, error=f"cannot read: {exc.strerror or exc}")
     if b"osmosis-migrate: skip-file" in data:
-        return FileResult(path, STATUS_OPTED_OUT)
+        return FileResult(path, STATUS_OPTED_OUT, markers=_open_markers(data))
     extra = repo is not None and os.path.abspath(path) in getattr(repo, "extra", ())
     wanted = [r for r in rules if _wants(data, r) or (extra and r.uses_repo)]
     if not wanted:
-        return FileResult(path, STATUS_PREFILTERED)
+        return FileResult(path, STATUS_PREFILTERED, markers=_open_markers(data))
+    if line_length is None:
+        from codemods.config import line_length_for
+
+        line_length = line_length_for(path)
     try:
-        new, edits, todos, _ = migrate_bytes(data, wanted, strategy=strategy, filename=path, target=target, repo=repo)
+        new, edits, todos, _ = migrate_bytes(data, wanted, strategy=strategy, filename=path, target=target, repo=repo,
+                                             line_length=line_length)
     except MigrationError as exc:
-        return FileResult(path, STATUS_FAILED, error=str(exc), error_rule=exc.rule)
+        return FileResult(path, STATUS_FAILED, error=str(exc), error_rule=exc.rule, markers=_open_markers(data))
     if new == data:
-        return FileResult(path, STATUS_UNCHANGED, edits=edits, todos=todos)
-    return FileResult(path, STATUS_CHANGED, edits=edits, todos=todos, old_bytes=data, new_bytes=new)
+        return FileResult(path, STATUS_UNCHANGED, edits=edits, todos=todos, markers=_open_markers(data))
+    return FileResult(path, STATUS_CHANGED, edits=edits, todos=todos, old_bytes=data, new_bytes=new,
+                      markers=_open_markers(new))
 
 
 def write_atomic(path: Union[str, os.PathLike], data: bytes) -> None:
@@ -286,7 +319,7 @@ def write_atomic(path: Union[str, os.PathLike], data: bytes) -> None:
 
 _worker_rules: list = []
 _worker_strategy = "auto"
-_worker_target = "0.2"
+_worker_target = DEFAULT_TARGET
 _worker_repo = None
 
 
@@ -333,11 +366,11 @@ def candidates(paths: Iterable[str], rules: Sequence["type[Rule]"]) -> tuple[lis
             done.append(FileResult(path, STATUS_FAILED, error=f"cannot read: {exc.strerror or exc}"))
             continue
         if b"osmosis-migrate: skip-file" in data:
-            done.append(FileResult(path, STATUS_OPTED_OUT))
+            done.append(FileResult(path, STATUS_OPTED_OUT, markers=_open_markers(data)))
         elif any(w in data for w in words):
             todo.append(path)
         else:
-            done.append(FileResult(path, STATUS_PREFILTERED))
+            done.append(FileResult(path, STATUS_PREFILTERED, markers=_open_markers(data)))
     return todo, done
 
 
@@ -354,6 +387,9 @@ def run_many(
     candidate files to pay for it. ``progress(done, total)`` is called as files finish."""
     import libcst  # noqa: F401  (imported before forking so workers start warm)
 
+    from codemods.config import clear_caches
+
+    clear_caches()  # line lengths are read afresh each run (config files may have changed since the last)
     _check_strategy(strategy)
     _check_target(target)
     todo, results = candidates(paths, rules)

@@ -72,6 +72,7 @@ class Framework(ABC):
         self.needed: list[tuple[str, str]] = []
         self.replaced: set[str] = set()  # local names whose references a rewrite removed (import candidates)
         self.prompt_text_needed = False  # the `_prompt_text` helper must be generated into the module
+        self.rollout_model_needed = False  # the `_rollout_model` helper must be generated into the module
         self.append_guard: Optional[cst.If] = None  # a `__main__` block to add (the callers were module-level)
         self.where: Optional[cst.CSTNode] = None  # the input statement being converted (line of edits)
         self.needs_asyncio = False  # `import asyncio` must be there (asyncio.to_thread was written)
@@ -151,6 +152,11 @@ class Framework(ABC):
     def plan_model(self, ctor: cst.Call, planner: "DriverPlanner", nested: Optional[str]) -> tuple[CtorPlan, str, list]:
         """(plan, problem or "", argument values the new model drops) for one agent constructor."""
 
+    def plan_plain_model(self, ctor: cst.Call, planner: "DriverPlanner") -> Optional[CtorPlan]:
+        """For an agent that stays the framework's own class (not the rollout's sample): its model on the rollout's
+        endpoint, or None to keep its own. Frameworks whose every Osmosis agent is a sample source implement it."""
+        return None
+
     @abstractmethod
     def plan_run(self, run: RunSite, rp: RunPlan, planner: "DriverPlanner") -> Optional[str]:
         """Fill ``rp`` for one run (sessions, await, method); return a problem or None."""
@@ -177,12 +183,15 @@ class Framework(ABC):
 
     def write_ctor(self, call: cst.Call, plan: CtorPlan) -> cst.Call:
         """``Agent(...)`` → the Osmosis class with the plan's model (and ``messages=ctx.prompt``)."""
-        self.note_replaced(call.func)
-        self.need(*self.osmosis_agent)
-        func: cst.BaseExpression = cst.Name(self.osmosis_agent[1])
-        if isinstance(call.func, cst.Subscript):  # keep the generic parameter: OsmosisAgent[Ctx](...)
-            func = call.func.with_changes(value=func)
-        new = call.with_changes(func=func)
+        if plan.plain:
+            new = call  # the framework's own agent class: only its model changes
+            self.rollout_model_needed = True
+        else:
+            self.note_replaced(call.func)
+            self.need(*self.osmosis_agent)
+            # the Osmosis classes are not generic (`OsmosisAgent[Ctx](...)` raises TypeError): the type parameter
+            # only annotated the plain class
+            new = call.with_changes(func=cst.Name(self.osmosis_agent[1]))
         if plan.model is not None:
             positional_model = self.positional_model(new)
             if positional_model is not None:

@@ -1,101 +1,99 @@
-"""Which osmosis-ai API a tree is written for: ``--target`` when given, else its declared requirement.
+"""Which osmosis-ai API a tree is written for: ``--target`` (or ``[tool.osmosis-migrate] target``) when given,
+else what its declared ``osmosis-ai`` requirement says.
 
-Read the way ruff reads ``requires-python``: from the closest project file above each PATH (the PATH itself, then
-its parents) that declares an ``osmosis-ai`` requirement — ``pyproject.toml`` (``[project]`` dependencies and
-optional dependencies, Poetry's ``osmosis-ai = "^0.3"``), ``requirements*.txt``, ``setup.cfg`` (``install_requires``).
-The requirement's *lower bound* decides: ``>=0.3``, ``==0.3.8``, ``~=0.3.2``, ``^0.3`` → ``"0.3"``; a bound
-below 0.3, an upper bound only (``<0.3``) or no version → ``"0.2"``. No declaration anywhere → ``"0.2"``
-(:data:`codemods.base.DEFAULT_TARGET`, the seeds' API).
+The declaration is the closest one above the first PATH (the PATH itself, then its parents, up to the repository
+root): :func:`codemods.requirements.declared_in` reads the project files of each directory as what they are.
+
+The decision (:func:`target_of_spec`), by the releases the requirement admits:
+
+* it admits a 0.3 or later release (``>=0.3``, ``==0.3.8``, ``^0.3``, no version at all, ``>=0.2.20``) →
+  ``"0.3"``: that is what pip installs;
+* else it admits a release of the **0.2 workflow era**, 0.2.18–0.2.31 (``==0.2.31``, ``>=0.2.20,<0.3``,
+  ``~=0.2.25``, ``<0.3``, ``^0.2``) → ``"0.2"``;
+* else (a **legacy-era** pin, ≤ 0.2.17: ``==0.2.12``, ``>=0.2.7,<0.2.18``) → ``"0.3"``: the legacy API says
+  nothing about which workflow API the migrated code should use, and today's is 0.3.
+
+No declaration → ``"0.3"`` (:data:`codemods.base.DEFAULT_TARGET`, today's osmosis-ai).
 """
 
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Iterable, Optional
 
 from codemods.base import DEFAULT_TARGET
+from codemods.config import start_dir, upwards
+from codemods.requirements import Requirement, admits, declared_in
 
-_NAME = r"osmosis[-_.]ai"
-# a requirement: the name, optional extras, then the version specifiers up to a quote, `;`, `#` or the line's end
-_SPEC = rf"{_NAME}(?![\w.-])\s*(?:\[[^\]]*\])?\s*(?P<spec>[^\"'\n;#]*)"
-_REQ_QUOTED = re.compile(rf"[\"']\s*{_SPEC}", re.IGNORECASE)  # pyproject: "osmosis-ai>=0.3" in a list
-_REQ_LINE = re.compile(rf"^\s*{_SPEC}", re.IGNORECASE | re.MULTILINE)  # requirements*.txt, setup.cfg
-_POETRY = re.compile(rf"^\s*[\"']?{_NAME}[\"']?\s*=\s*(?P<value>.+)$", re.IGNORECASE | re.MULTILINE)
-_CLAUSE = re.compile(r"(===|==|~=|>=|<=|!=|>|<|\^|~)?\s*v?(\d+(?:\.\d+)*)")
+#: releases probed to decide: the workflow era, today's line and what may come after it
+WORKFLOW_ERA = [(0, 2, p) for p in range(18, 32)]
+LEGACY_ERA = [(0, 2, p) for p in range(0, 18)]
+LATER = [(0, 3, p) for p in range(0, 10)] + [(0, 3, 99), (0, 4, 0), (1, 0, 0), (99, 0, 0)]
+
+WHY_DEFAULT = "default: no osmosis-ai requirement declared"
+WHY_03 = "it allows osmosis-ai 0.3 (today's release), which is what pip installs"
+WHY_02 = "the 0.2 workflow era (0.2.18–0.2.31)"
+WHY_LEGACY = "a legacy-era requirement (≤ 0.2.17) says nothing about the workflow API: today's 0.3"
+WHY_NONE = "it admits no release this tool knows: today's 0.3"
 
 
 @dataclass(frozen=True)
 class TargetChoice:
-    """The target and where it came from (``source`` is None for the default)."""
+    """The target and where it came from. ``source``: ``"--target"``, the config file, or the requirement's
+    location and text (``None`` for the default); ``requirement``: the declaration read, if any; ``why``: the
+    reason in words."""
 
     target: str
-    source: Optional[str] = None  # e.g. "pyproject.toml: osmosis-ai>=0.3"
+    source: Optional[str] = None
+    requirement: Optional[Requirement] = None
+    why: str = ""
 
     def describe(self) -> str:
-        """``osmosis-ai 0.3 (from pyproject.toml: osmosis-ai>=0.3)`` — for the summary line."""
-        origin = self.source or "default: no osmosis-ai requirement declared"
-        return f"osmosis-ai {self.target} ({origin})"
+        """``osmosis-ai 0.3 (pyproject.toml:7 ([project] dependencies): osmosis-ai>=0.3.2 — it allows …)`` — the
+        summary's ``target:`` line."""
+        if self.source is None:
+            return f"osmosis-ai {self.target} ({self.why or WHY_DEFAULT})"
+        why = f" — {self.why}" if self.why else ""
+        return f"osmosis-ai {self.target} ({self.source}{why})"
+
+    def as_json(self) -> dict:
+        """The report's ``"target"`` object."""
+        req = self.requirement
+        return {
+            "version": self.target,
+            "source": self.source,
+            "why": self.why or (WHY_DEFAULT if self.source is None else ""),
+            "requirement": None if req is None else {
+                "file": req.file, "line": req.line, "where": req.where, "text": req.text,
+                "extras": list(req.extras), "specifier": req.effective_spec, "marker": req.marker,
+            },
+        }
 
 
-def target_of_spec(spec: str) -> str:
-    """``"0.3"`` when the specifier's lower bound is 0.3 or later, else ``"0.2"``."""
-    lower: Optional[tuple[int, ...]] = None
-    for op, version in _CLAUSE.findall(spec):
-        if op in ("<", "<=", "!="):
-            continue
-        parts = tuple(int(x) for x in version.split("."))
-        lower = parts if lower is None or parts > lower else lower
-    if lower is None:
-        return DEFAULT_TARGET
-    return "0.3" if lower[:2] >= (0, 3) or lower[0] >= 1 else "0.2"
-
-
-def _declared_in(path: Path) -> Optional[str]:
-    """The osmosis-ai requirement text declared in one project file, if any."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    lines = [l for l in text.splitlines() if not l.lstrip().startswith("#")]
-    text = "\n".join(lines)
-    if path.name == "pyproject.toml":
-        m = _POETRY.search(text)
-        if m:
-            value = m.group("value").strip()
-            version = re.search(r"version\s*=\s*[\"']([^\"']*)", value)
-            return f"osmosis-ai {version.group(1) if version else value.strip(chr(34) + chr(39))}"
-    m = (_REQ_QUOTED if path.name == "pyproject.toml" else _REQ_LINE).search(text)
-    if m is None:
-        return None
-    return f"osmosis-ai{m.group('spec').strip().rstrip(',')}"
-
-
-def _project_files(directory: Path) -> list[Path]:
-    out = [directory / "pyproject.toml"]
-    try:
-        out += sorted(p for p in directory.glob("requirements*.txt") if p.is_file())
-    except OSError:
-        pass
-    out.append(directory / "setup.cfg")
-    return [p for p in out if p.is_file()]
+def target_of_spec(spec: str) -> tuple[str, str]:
+    """(target, why) for a version specifier (PEP 440 or Poetry; ``""`` for none), per the module docstring."""
+    if any(admits(spec, v) for v in LATER):
+        return "0.3", WHY_03
+    if any(admits(spec, v) for v in WORKFLOW_ERA):
+        return "0.2", WHY_02
+    if any(admits(spec, v) for v in LEGACY_ERA):
+        return "0.3", WHY_LEGACY
+    return "0.3", WHY_NONE
 
 
 def detect_target(paths: Iterable[str]) -> TargetChoice:
-    """The target the tree at ``paths`` declares (closest declaration above the first PATH that has one)."""
-    seen: set[Path] = set()
+    """The target the tree at ``paths`` declares: the closest ``osmosis-ai`` declaration above the first PATH
+    (then the next PATHs, for directories not seen yet). Raises :class:`codemods.config.ConfigError` for a
+    ``pyproject.toml`` that is not valid TOML on the way."""
+    seen: set[str] = set()
     for raw in paths:
-        start = Path(os.path.abspath(raw))
-        directory = start if start.is_dir() else start.parent
-        for d in (directory, *directory.parents):
-            if d in seen:
+        for directory in upwards(start_dir(raw)):
+            if directory in seen:
                 break
-            seen.add(d)
-            for f in _project_files(d):
-                req = _declared_in(f)
-                if req is not None:
-                    spec = req[len("osmosis-ai"):]
-                    return TargetChoice(target_of_spec(spec), f"{f}: {req}")
-    return TargetChoice(DEFAULT_TARGET)
+            seen.add(directory)
+            req = declared_in(directory)
+            if req is not None:
+                target, why = target_of_spec(req.effective_spec)
+                return TargetChoice(target, req.describe(os.getcwd()), req, why)
+    return TargetChoice(DEFAULT_TARGET, why=WHY_DEFAULT)

@@ -1,6 +1,7 @@
 """Finding the Python files to migrate: default excludes, ``--exclude`` globs and ``.gitignore`` files.
 
-Explicitly named files are always taken (as ruff and black do); directories are walked with the excludes applied
+Explicitly named files are always taken (as ruff and black do); absolute globs (the configuration's anchored
+patterns, :mod:`codemods.config`) match absolute paths; directories are walked with the excludes applied
 to every directory and file below them. ``.gitignore`` support covers the common syntax: blank lines and ``#``
 comments, ``!`` negation, a trailing ``/`` (directories only), a leading or inner ``/`` (anchored to the
 ``.gitignore``'s directory), ``*``, ``?``, ``[…]`` and ``**``.
@@ -114,10 +115,17 @@ class GitIgnore:
         return verdict
 
 
-def _excluded(rel: str, name: str, globs: Sequence[str]) -> bool:
+def _excluded(rel: str, name: str, globs: Sequence[str], path: str = "") -> bool:
+    """Whether a glob excludes the entry: relative globs match its name or its path relative to the walked root;
+    an absolute glob (a configuration's pattern anchored at its ``pyproject.toml``) matches its absolute path."""
     for g in globs:
         g = g.rstrip("/")
-        if fnmatch.fnmatchcase(name, g) or fnmatch.fnmatchcase(rel, g) or fnmatch.fnmatchcase(rel, g + "/*"):
+        if os.path.isabs(g):
+            full = os.path.abspath(path).replace(os.sep, "/")
+            g = g.replace(os.sep, "/")
+            if fnmatch.fnmatchcase(full, g) or fnmatch.fnmatchcase(full, g + "/*"):
+                return True
+        elif fnmatch.fnmatchcase(name, g) or fnmatch.fnmatchcase(rel, g) or fnmatch.fnmatchcase(rel, g + "/*"):
             return True
     return False
 
@@ -185,7 +193,7 @@ def _walk(top: str, root: str, globs: Sequence[str], ignores: list[GitIgnore], g
             is_dir = entry.is_dir(follow_symlinks=False)
         except OSError:
             continue
-        if _excluded(rel, entry.name, globs):
+        if _excluded(rel, entry.name, globs, entry.path):
             continue
         if is_dir:
             if os.path.exists(os.path.join(entry.path, "pyvenv.cfg")):

@@ -232,38 +232,55 @@ def text_of(expr: cst.BaseExpression, access: cst.BaseExpression) -> bool:
 
 
 def access_around(root: cst.CSTNode, name: cst.Name) -> Optional[cst.BaseExpression]:
-    """The access ``name.x`` / ``name["k"]`` / ``name.get("k"[, default])`` that contains ``name`` under ``root``."""
+    """The longest access chain rooted at ``name`` under ``root``: ``name.x``, ``name["k"]``,
+    ``name.get("k"[, default])`` and chains of them (``request.input.get("prompt", "")``,
+    ``event["body"]["message"]``); None when ``name`` is used on its own or only through ``.get`` without a key."""
     visitor = _AccessAround(name)
     fast_visit(root, visitor)
     res = visitor.found
-    if isinstance(res, cst.Attribute) and res.attr.value == "get":
+    if res is None or (isinstance(res, cst.Attribute) and res.attr.value == "get"):
         return None
     return res
 
 
+def _is_access_chain(expr: cst.CSTNode, name: cst.Name) -> bool:
+    """``expr`` reads a part of ``name`` by attribute, literal key or ``.get(literal[, default])`` (any depth)."""
+    while expr is not name:
+        if isinstance(expr, cst.Attribute):
+            expr = expr.value
+        elif isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index) \
+                and isinstance(expr.slice[0].slice.value, (cst.SimpleString, cst.Integer)):
+            expr = expr.value
+        elif isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "get" \
+                and 1 <= len(expr.args) <= 2 and isinstance(expr.args[0].value, cst.SimpleString):
+            expr = expr.func.value
+        else:
+            return False
+    return True
+
+
 class _AccessAround(cst.CSTVisitor):
-    """The access around the node ``name`` (by identity): ``name.get("k", …)`` or ``name["k"]`` (the last met), else
-    the first ``name.x`` (``found``)."""
+    """The outermost access chain rooted at the node ``name`` (by identity): met first in preorder (``found``)."""
 
     def __init__(self, name: cst.Name) -> None:
         super().__init__()
         self.name = name
         self.found: Optional[cst.BaseExpression] = None
 
-    def visit_Call(self, n: cst.Call) -> None:
-        f = n.func
-        if isinstance(f, cst.Attribute) and f.value is self.name and f.attr.value == "get" and n.args \
-                and isinstance(n.args[0].value, cst.SimpleString):
+    def _check(self, n: cst.BaseExpression) -> bool:
+        if self.found is None and _is_access_chain(n, self.name):
             self.found = n
+            return False
+        return self.found is None
 
-    def visit_Subscript(self, n: cst.Subscript) -> None:
-        if n.value is self.name and len(n.slice) == 1 and isinstance(n.slice[0].slice, cst.Index) \
-                and isinstance(n.slice[0].slice.value, cst.SimpleString):
-            self.found = n
+    def visit_Call(self, n: cst.Call) -> bool:
+        return self._check(n)
 
-    def visit_Attribute(self, n: cst.Attribute) -> None:
-        if n.value is self.name and self.found is None:
-            self.found = n
+    def visit_Subscript(self, n: cst.Subscript) -> bool:
+        return self._check(n)
+
+    def visit_Attribute(self, n: cst.Attribute) -> bool:
+        return self._check(n)
 
 
 def attributes_of(stmt: cst.CSTNode, var: str) -> list[str]:

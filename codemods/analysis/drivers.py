@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Optional
 import libcst as cst
 
 from codemods.analysis.body import body_facts
+from codemods.analysis.code_facts import calls_of
 from codemods.analysis.module import ModuleModel, is_main_guard, is_osmosis_class, is_workflow_class, module_stem
 from codemods.base import ImportTable, has_skip_marker
 from codemods.syntax import block_statements, camel, is_import_stmt
@@ -107,7 +108,12 @@ def find_drivers(model: ModuleModel, fw: "Framework") -> list[Driver]:
         if isinstance(stmt, cst.FunctionDef):
             name = stmt.name.value
             if name in helpers or fw.is_tool_decorator(stmt):
-                continue
+                if not (name in runners and (_called_at_top_level(model, name, i)
+                                             or _workflow_follows(model, name, i, fw.table))):
+                    continue
+                # a tool the program itself calls from `__main__` / module-level code: that call is a program
+                # running its agent (the tool stays a tool for the agents that use it); once migrated, the
+                # workflow written beside it marks it (the `__main__` call is gone then)
             if name in runners or (name in reach and _runs_indirectly(stmt, helpers, classes)):
                 out.append(Driver("function", name, [i], list(block_statements(stmt.body)), stmt))
         elif isinstance(stmt, cst.ClassDef) or is_import_stmt(stmt):
@@ -127,6 +133,17 @@ def find_drivers(model: ModuleModel, fw: "Framework") -> list[Driver]:
         ]
         out.append(Driver("script", module_stem(model.filename) or "script", indices, [body[j] for j in indices]))
     return out
+
+
+def _called_at_top_level(model: ModuleModel, name: str, index: int) -> bool:
+    """``name`` is called by the ``__main__`` block or by module-level statements (not only by other code)."""
+    for j in model.users(name, skip=[index]):
+        stmt = model.body[j]
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) or is_import_stmt(stmt):
+            continue
+        if calls_of(stmt, name):  # a call, not a mention (`Agent(tools=[name])` hands the tool to an agent)
+            return True
+    return False
 
 
 def _runs_indirectly(func: cst.FunctionDef, helpers: set[str], classes: set[str]) -> bool:
@@ -191,7 +208,11 @@ class _Returns(cst.CSTVisitor):
 
 
 def has_workflow_beside(model: "ModuleModel", d: Driver, table: ImportTable) -> bool:
-    i = d.indices[0]
+    """A previous run wrote ``d``'s workflow right after it (the function stays for its plain callers)."""
+    return _workflow_follows(model, d.name, d.indices[0], table)
+
+
+def _workflow_follows(model: "ModuleModel", name: str, i: int, table: ImportTable) -> bool:
     nxt = model.body[i + 1] if i + 1 < len(model.body) else None
-    return isinstance(nxt, cst.ClassDef) and nxt.name.value.startswith(camel(d.name) + "Workflow") \
+    return isinstance(nxt, cst.ClassDef) and nxt.name.value.startswith(camel(name) + "Workflow") \
         and is_workflow_class(nxt, table)

@@ -65,7 +65,7 @@ class BodyEmitter(cst.CSTTransformer):
         self.hot: set[int] = set()
         self.hot_ids = {*plan.drop, *self.before, *self.session_ctors, *plan.model_assigns, *plan.ctors,
                         *(k for k in self.runs if k in plan.runs), *plan.thread_calls, *plan.exits, *plan.text_nodes,
-                        *plan.notes_at}
+                        *plan.notes_at, *plan.sleeps}
         if plan.bind_at is not None:
             self.hot_ids.add(id(plan.bind_at))
         self.hot_names = set(plan.renames) | set(plan.agent_calls)
@@ -193,7 +193,7 @@ class BodyEmitter(cst.CSTTransformer):
             self.lose(original)
             return p.model_assigns[id(original)]
         plan = p.ctors.get(id(original))
-        if plan is not None:
+        if plan is not None and not (plan.plain and plan.model is None):  # (a plain agent already on the rollout model)
             if plan.model is not None:  # the old model argument goes: its comments stay
                 old = kwarg(original, "model") or (original.args[0] if fw.positional_model(original) is not None else None)
                 if old is not None:
@@ -219,6 +219,12 @@ class BodyEmitter(cst.CSTTransformer):
             return updated.args[0].value
         if p.factories and isinstance(original.func, cst.Name) and original.func.value in p.factories:
             return updated.with_changes(func=cst.Name(p.factories[original.func.value]))
+        if id(original) in p.sleeps:
+            # time.sleep(s) in run(): the same pause, without blocking the rollout server's event loop
+            fw.needs_asyncio = True
+            fw.note_replaced(original.func)
+            return cst.Await(expression=updated.with_changes(
+                func=cst.Attribute(value=cst.Name("asyncio"), attr=cst.Name("sleep"))))
         if id(original) in p.thread_calls:
             # sync code that runs agents: off the event loop (asyncio.to_thread copies the rollout context)
             fw.needs_asyncio = True

@@ -9,7 +9,13 @@ import libcst as cst
 
 from codemods.analysis.module import assigned_name
 from codemods.base import ImportTable, add_imports, remove_unused_imports
-from codemods.osmosis_api import PROMPT_TEXT, prompt_helper_node
+from codemods.osmosis_api import (
+    PROMPT_TEXT,
+    ROLLOUT_MODEL,
+    ROLLOUT_MODEL_IMPORTS,
+    prompt_helper_node,
+    rollout_model_node,
+)
 from codemods.syntax import is_docstring, is_import_stmt, with_blank_lines
 
 if TYPE_CHECKING:
@@ -20,6 +26,9 @@ def fw_finish(module: cst.Module, fw: Framework) -> cst.Module:
     """Framework hook (e.g. module-level models), the prompt helper, then the imports."""
     if fw.prompt_text_needed:
         module = add_prompt_helper(module, fw)
+    if fw.rollout_model_needed:
+        module = add_helper(module, ROLLOUT_MODEL, rollout_model_node(), fw,
+                            uses={name: 1 for _, name in ROLLOUT_MODEL_IMPORTS})
     # the names the module's statements use, taken before imports are added (new imports shift the statements)
     used = None
     body_counts = fw.body_counts
@@ -32,6 +41,8 @@ def fw_finish(module: cst.Module, fw: Framework) -> cst.Module:
         module = add_plain_import(module, "asyncio")
     for local, new in sorted(fw.import_aliases):
         module = import_beside(module, local, new)
+    if fw.rollout_model_needed:
+        fw.needed.extend(x for x in ROLLOUT_MODEL_IMPORTS if x not in fw.needed)
     if fw.needed:
         module = add_imports(module, fw.needed)
     if fw.replaced:
@@ -51,10 +62,16 @@ def fw_finish(module: cst.Module, fw: Framework) -> cst.Module:
 
 def add_prompt_helper(module: cst.Module, fw: Optional["Framework"] = None) -> cst.Module:
     """Generate ``_prompt_text`` into the module (once) before its first class or function."""
+    return add_helper(module, PROMPT_TEXT, prompt_helper_node(), fw)
+
+
+def add_helper(module: cst.Module, name: str, helper: cst.FunctionDef, fw: Optional["Framework"] = None,
+               uses: Optional[dict[str, int]] = None) -> cst.Module:
+    """Generate the helper function ``name`` (``helper``) into the module (once) before its first class or function,
+    after its imports."""
     body = list(module.body)
-    if any(isinstance(s, cst.FunctionDef) and s.name.value == PROMPT_TEXT for s in body):
+    if any(isinstance(s, cst.FunctionDef) and s.name.value == name for s in body):
         return module
-    helper = prompt_helper_node()
     at = next((i for i, s in enumerate(body) if isinstance(s, (cst.FunctionDef, cst.ClassDef)) or (
         isinstance(s, cst.SimpleStatementLine) and assigned_name(s) is None and not is_import_stmt(s)
         and not is_docstring(s))), len(body))
@@ -64,7 +81,7 @@ def add_prompt_helper(module: cst.Module, fw: Optional["Framework"] = None) -> c
     helper = with_blank_lines(helper.with_changes(leading_lines=[]))
     body.insert(at, helper)
     if fw is not None and fw.body_counts is not None:
-        fw.body_counts.insert(at, {})  # the helper uses no import the clean-up could remove
+        fw.body_counts.insert(at, dict(uses or {}))  # the imports the helper uses stay
     if at + 1 < len(body):
         body[at + 1] = with_blank_lines(body[at + 1])
     return module.with_changes(body=body)

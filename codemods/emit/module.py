@@ -14,7 +14,8 @@ from typing import Sequence
 import libcst as cst
 
 from codemods.analysis.body import code
-from codemods.analysis.module import assigned_name, assigned_value, is_main_guard, module_agent_deps
+from codemods.analysis.code_facts import attributes_of
+from codemods.analysis.module import ModuleModel, assigned_name, assigned_value, is_main_guard, module_agent_deps
 from codemods.analysis.names import candidate_uses
 from codemods.base import has_skip_marker, with_todo_comment
 from codemods.emit.body import emit_body, emit_stmt
@@ -316,6 +317,8 @@ def _mark_leftovers(fw: Framework, mp: ModulePlan, edit: ModuleEdit) -> None:
         name = assigned_name(stmt)
         if name in kept and name not in mp.moved:
             continue  # kept on purpose for its other users; the workflows build their own copies
+        if name and _only_direct_tool_calls(model, name):
+            continue  # `agent.tool.x(...)` runs the tool, never the model: nothing there to train
         if name in mp.offered or (isinstance(stmt, (cst.ClassDef, cst.FunctionDef)) and stmt.name.value in mp.offered):
             continue  # other files' workflows use its rollout version, written beside it
         marker = LeftoverMarker(fw, model, mp.plans, name)
@@ -324,6 +327,13 @@ def _mark_leftovers(fw: Framework, mp: ModulePlan, edit: ModuleEdit) -> None:
         if marker.marked:
             edit.replacements[i] = [marked]
             edit.same_code[id(marked)] = i  # only comments were added: the statement uses the names it used
+
+
+def _only_direct_tool_calls(model: ModuleModel, var: str) -> bool:
+    """Every top-level use of the agent ``var`` is a direct tool call ``var.tool.<name>(...)`` (some use exists)."""
+    users = model.users(var, skip=[model.agents.get(var, -1)])
+    return bool(users) and all(
+        attributes_of(model.body[j], var).count("tool") == model.counts[j].get(var, 0) for j in users)
 
 
 def _assemble(module: cst.Module, fw: Framework, mp: ModulePlan, edit: ModuleEdit) -> cst.Module:

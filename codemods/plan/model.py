@@ -46,6 +46,7 @@ class CtorPlan:
     model: Optional[cst.BaseExpression] = None  # the new ``model=`` value (None: keep what is there)
     messages_prompt: bool = False  # add ``messages=ctx.prompt`` (Strands: the run that takes the prompt)
     model_note: str = ""
+    plain: bool = False  # the agent class stays the framework's own (0.3: not the sample); only its model changes
     module_var: Optional[str] = None  # ``model=VAR``, VAR module-level: ``model`` is its placeholder (the safe
     fallback: Optional[cst.BaseExpression] = None  # default) unless VAR itself becomes the placeholder in place
 
@@ -74,6 +75,7 @@ class Plan:
     sessions: list[SessionPlan] = field(default_factory=list)
     drop: set[int] = field(default_factory=set)  # id(statement) removed (feeds only the replaced input)
     exits: set[int] = field(default_factory=set)  # id(call) of ``exit(0)`` that becomes ``return``
+    sleeps: set[int] = field(default_factory=set)  # id(call) of ``time.sleep(s)`` that becomes ``await asyncio.sleep(s)``
     callers: list[int] = field(default_factory=list)  # top-level statements that call the driver (migrated)
     notes: list[str] = field(default_factory=list)  # extra words for the edit message
     prompt_text: bool = False  # the helper that extracts the prompt's user text is needed

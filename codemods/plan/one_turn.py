@@ -91,6 +91,34 @@ def _unroll_in(stmt: cst.BaseStatement, runs: Pred, reads: Pred, literal_lists: 
     return None
 
 
+def unwrap_error_reports(stmts: Sequence[cst.BaseStatement], runs: Pred) -> Optional[list[cst.BaseStatement]]:
+    """The driver's statements with each top-level ``try`` around its runs unwrapped when its handlers only report
+    the error (print, log, ``return "Error: …"``), or None when there is none. A program may print and go on; a
+    rollout that swallowed the error would end as a success with an empty or partial sample — unwrapped, the error
+    fails the rollout (``finally`` blocks are kept)."""
+    out: list[cst.BaseStatement] = []
+    changed = False
+    for stmt in stmts:
+        if isinstance(stmt, cst.Try) and runs(stmt.body) and stmt.orelse is None and _catches_everything(stmt) \
+                and _trivial_handlers(stmt, returns=True):
+            inner = block_statements(stmt.body)
+            if stmt.finalbody is not None:
+                out.append(stmt.with_changes(handlers=[]))
+            else:
+                out.extend(_lead(stmt, inner))
+            changed = True
+            continue
+        out.append(stmt)
+    return out if changed else None
+
+
+def _catches_everything(stmt: cst.Try) -> bool:
+    """Its handlers catch any error (bare ``except``, ``Exception``, ``BaseException``): it swallows the run's
+    failures. A handler for one error type (``except ValueError``) is the program's own contract and stays."""
+    broad = {"Exception", "BaseException", "builtins.Exception"}
+    return all(h.type is None or code(h.type, 80) in broad for h in stmt.handlers)
+
+
 def _lead(stmt: cst.BaseStatement, inner: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
     """``inner`` statements taking the comments above ``stmt`` (the block they replace)."""
     if inner and stmt.leading_lines:
@@ -158,13 +186,15 @@ def _ends_loop(block: cst.BaseSuite) -> bool:
         code(last.value.func, 40) in ("exit", "quit", "sys.exit", "os._exit")
 
 
-def _only_reports(stmt: cst.BaseStatement) -> bool:
+def _only_reports(stmt: cst.BaseStatement, returns: bool = False) -> bool:
+    """A statement that only reports (prints, logs) or leaves (``break``/``continue``/``return``; with ``returns``, a
+    ``return`` of a value too: an error message a function hands back instead of raising)."""
     if not isinstance(stmt, cst.SimpleStatementLine):
         return False
     for small in stmt.body:
         if isinstance(small, (cst.Break, cst.Continue, cst.Pass)):
             continue
-        if isinstance(small, cst.Return) and small.value is None:
+        if isinstance(small, cst.Return) and (small.value is None or returns):
             continue
         if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
             if code(small.value.func, 80).startswith(_REPORTERS):
@@ -173,12 +203,12 @@ def _only_reports(stmt: cst.BaseStatement) -> bool:
     return True
 
 
-def _trivial_handlers(stmt: cst.Try) -> bool:
+def _trivial_handlers(stmt: cst.Try, returns: bool = False) -> bool:
     """Every ``except`` only reports or leaves the loop (unwrapping it lets a rollout's error fail the rollout)."""
     if not stmt.handlers:
         return False
     for handler in stmt.handlers:
-        if not all(_only_reports(s) for s in block_statements(handler.body)):
+        if not all(_only_reports(s, returns) for s in block_statements(handler.body)):
             return False
     return True
 

@@ -61,7 +61,7 @@ from codemods.analysis.drivers import Driver, is_handler, returns_of
 from codemods.analysis.module import ModuleModel, assigned_value, is_main_guard
 from codemods.options import DEFAULT_TARGET
 from codemods.plan.model import ENTRY, KEEP, TEMPLATE, Entry, Plan, RunPlan
-from codemods.plan.one_turn import OneTurn, holds, unroll_conversation_loop
+from codemods.plan.one_turn import OneTurn, holds, unroll_conversation_loop, unwrap_error_reports
 from codemods.syntax import block_statements, is_import_stmt
 from codemods.visit import visit as fast_visit
 
@@ -111,6 +111,10 @@ class DriverPlanner:
         turn = self.one_turn(facts)
         if turn is not None:  # its conversation loop kept one pass: plan that
             d.stmts = turn.stmts
+            facts = body_facts(d.stmts, self.fw, set(deps) | set(m.imported_agents), producers=self.producers())
+        unwrapped = unwrap_error_reports(d.stmts, holds([r.call for r in facts.runs]))
+        if unwrapped is not None:  # a rollout's error fails the rollout instead of being printed and lost
+            d.stmts = unwrapped
             facts = body_facts(d.stmts, self.fw, set(deps) | set(m.imported_agents), producers=self.producers())
         self.p = Plan(driver=d, facts=facts)
         if turn is not None:
@@ -204,12 +208,16 @@ class DriverPlanner:
             entry = members[0].value if members else None
         return entry.value if isinstance(entry, cst.Name) else None
 
-    def plain_agent_reason(self, name: str) -> str:
-        """Why an agent of the workflow stays plain under osmosis-ai 0.3 (the TODO above its constructor)."""
+    def plain_agent_reason(self, name: str, on_rollout_model: bool) -> str:
+        """Why an agent of the workflow stays a plain one under osmosis-ai 0.3 (the TODO above its constructor)."""
         sample = self.p.sample_agent
-        return (f"`{name}` stays a plain {self.fw.label} agent on its own model: osmosis-ai 0.3 trains one sample per "
-                f"rollout, the conversation of `{sample}` (the run the workflow ends with); the calls of `{name}` are not "
-                "trained and need its model provider reachable wherever the rollout server runs")
+        head = (f"`{name}` is not the rollout's sample: osmosis-ai 0.3 records one conversation per rollout, the one "
+                f"of `{sample}` (the run the workflow ends with), so `{name}` stays a plain {self.fw.label} agent")
+        if on_rollout_model:
+            return (f"{head} on the rollout's model (`_rollout_model`): its calls reach the policy being trained, its "
+                    f"conversation is not graded - make `{name}` the Osmosis agent instead if it is the one to train")
+        return (f"{head} on its own model, which the rollout model cannot stand for: its calls are not trained and "
+                "need that model's provider reachable wherever the rollout server runs")
 
     def is_sample_agent(self, name: Optional[str]) -> bool:
         """Whether the agent bound to ``name`` may become the rollout's sample (always, unless a sample was chosen
@@ -392,13 +400,14 @@ class DriverPlanner:
             else:
                 others.append(describe_stmt(stmt))
         decorators = [code(dec.decorator) for dec in func.decorators]
+        if decorators and self.fw.is_tool_decorator(func):
+            # the program calls its tool itself (find_drivers): the tool stays a tool for the agents that use it,
+            # the workflow goes beside it, and the `__main__` block that called it serves the workflow
+            p.mode = "beside"
+            p.notes.append(f"`{d.name}` kept as the tool @{decorators[0]}")
+            p.callers = callers
+            return
         if decorators:
-            if self.fw.is_tool_decorator(func):
-                self.problem(
-                    f"`{d.name}` is a tool (@{decorators[0]}) that runs an inner agent: it stays a tool, "
-                    "see the TODO on the agent it builds"
-                )
-                return
             others.append(f"the decorator @{decorators[0]}")
         if m.external.get(d.name):
             others.extend(m.external[d.name])
@@ -926,6 +935,9 @@ class DriverPlanner:
                 self.problem(f"it asks a human to confirm ({x.what}{where}): a rollout has no one to ask")
             elif x.kind == "exit":
                 self.problem(f"it ends the process ({x.what}{where}), which would stop the rollout server")
+            elif x.kind == "sleep" and x.nested is None and isinstance(x.node, cst.Call) \
+                    and is_expr_stmt_of(x.stmt, x.node):
+                p.sleeps.add(id(x.node))  # a pause: `await asyncio.sleep(s)` pauses run() without blocking the server
             elif x.kind == "sleep":
                 self.problem(f"it calls {x.what}{where}, which would block the rollout server's event loop")
             elif x.kind == "server":
@@ -971,11 +983,16 @@ class DriverPlanner:
         built = [*((c.call, c.nested, c.var, c.stmt) for c in ctors), *((v, None, n, None) for n, v in self.dep_ctors)]
         for ctor_call, where, var, stmt in built:
             if self.fw.agent_is_sample_source and not self.is_sample_agent(var):
-                # one sample per rollout: this agent stays plain, on its own model (not trained)
+                # one sample per rollout: this agent stays the framework's own, on the rollout's model when its
+                # model can be carried, else on its own (not trained either way)
                 name = var or code(ctor_call.func)
-                p.plain_agents[id(ctor_call)] = (name, ctor_call)
+                plain = self.fw.plan_plain_model(ctor_call, self)
                 at = stmt if stmt is not None else self.m.body[self.m.agents[var]]
-                p.notes_at[id(at)] = (self.fw.codes.agent_left.code, self.plain_agent_reason(name))
+                p.notes_at[id(at)] = (self.fw.codes.agent_left.code, self.plain_agent_reason(name, plain is not None))
+                if plain is None:
+                    p.plain_agents[id(ctor_call)] = (name, ctor_call)
+                else:
+                    p.ctors[id(ctor_call)] = plain
                 continue
             plan, reason, gone = self.fw.plan_model(ctor_call, self, where)
             if reason:

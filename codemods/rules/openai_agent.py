@@ -359,7 +359,17 @@ class OpenAIFramework(Framework):
                     "pass of a loop: build it once per run()")
         if planner.sample is not None and planner.already_migrated(planner.sample):
             return None  # its session was written by a previous migration (or by hand)
-        if not p.sessions and (p.facts.runs or p.helper_plans or p.class_plans):
+        if p.sessions:
+            return None
+        elsewhere = sorted({*p.helper_plans, *p.class_plans, *(n for n in p.renames
+                                                               if n in planner.m.imported_classes
+                                                               or n in planner.m.imported_helpers)})
+        if not p.facts.runs and elsewhere:
+            return (f"its runs happen inside `{elsewhere[0]}`: osmosis-ai 0.3 records one conversation per rollout, "
+                    "the session of the run whose conversation is the sample, and the migration cannot hand a session "
+                    "of run() to a run in another function - pass `session=OsmosisMemorySession()` (created once in "
+                    "run()) to that run by hand")
+        if p.facts.runs:
             return ("osmosis-ai 0.3 keeps one sample per rollout, and every run of this workflow repeats (in a loop, "
                     "a nested function or a gather): none is the one conversation to train — make the run whose "
                     "conversation is the sample run once per run()")

@@ -37,7 +37,7 @@ from codemods.analysis.module import assigned_value
 from codemods.analysis.repo import Verdict
 from codemods.base import ImportTable, Rule, RuleContext, literal_eval
 from codemods.framework import Framework
-from codemods.osmosis_api import prompt_text_expr
+from codemods.osmosis_api import ROLLOUT_MODEL, prompt_text_expr
 from codemods.plain import migrate_plain
 from codemods.plan.model import CtorPlan, RunPlan
 from codemods.plan.offers import offers_of
@@ -250,6 +250,28 @@ class StrandsFramework(Framework):
             return CtorPlan(model=cst.Call(func=cst.Name("OsmosisRolloutModel")), model_note=f"`{code(value)}`"), "", []
         return CtorPlan(), f"its model `{code(value, 40)}` cannot be traced to a model the migration knows", []
 
+    def plan_plain_model(self, ctor: cst.Call, planner: "DriverPlanner") -> Optional[CtorPlan]:
+        """The rollout's model for an agent that is not the sample: ``_rollout_model(params={…})`` (generated into
+        the file) with the sampling settings its model carried; None when its model cannot be read."""
+        arg = self._model_arg(ctor)
+        value = arg.value if arg is not None else None
+        if isinstance(value, cst.Name):
+            resolved = planner.resolve_local(value.value)
+            value = resolved[1] if resolved is not None and resolved[0] != "param" else value
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == ROLLOUT_MODEL:
+            return CtorPlan(plain=True)  # on the rollout's model already (a previous migration)
+        if value is None or is_string(value) or isinstance(value, cst.FormattedString):
+            args: Sequence[cst.Arg] = []
+        elif isinstance(value, cst.Call):
+            new, problem, _ = self.convert_model_call(value)
+            if problem:
+                return None
+            args = new.args
+        else:
+            return None
+        return CtorPlan(model=cst.Call(func=cst.Name(ROLLOUT_MODEL), args=args), plain=True,
+                        model_note="the rollout's model (not the sample)")
+
     # -- runs and samples
     def plan_run(self, run: RunSite, rp: RunPlan, planner: "DriverPlanner") -> Optional[str]:
         p = planner.p
@@ -269,7 +291,8 @@ class StrandsFramework(Framework):
             ctor = self._ctor_of(run.agent, planner)
             first = min((r.order for r in p.facts.runs if r.agent == run.agent), default=run.order)
             if ctor is not None and run.order == first and not run.in_loop and not run.nested \
-                    and kwarg(ctor, "messages") is None and id(ctor) in p.ctors and not _built_in_loop(ctor, p):
+                    and kwarg(ctor, "messages") is None and id(ctor) in p.ctors and not p.ctors[id(ctor)].plain \
+                    and not _built_in_loop(ctor, p):
                 p.ctors[id(ctor)].messages_prompt = True
                 rp.input = "drop"
             else:
@@ -317,15 +340,18 @@ class StrandsFramework(Framework):
         p = planner.p
         converted: list[tuple[str, bool]] = []  # (what, built repeatedly)
         helper = planner.d.kind == "helper"
+        def osmosis(call: cst.Call) -> bool:
+            return id(call) in p.ctors and not p.ctors[id(call)].plain
+
         for c in p.facts.ctors:
-            if id(c.call) in p.ctors:
+            if osmosis(c.call):
                 converted.append((c.var or "an agent", c.in_loop or c.nested is not None or helper))
         for dep in p.deps:
             v = assigned_value(planner.m.body[planner.m.agents[dep]])
-            if dep not in planner.m.groups and isinstance(v, cst.Call) and id(v) in p.ctors:
+            if dep not in planner.m.groups and isinstance(v, cst.Call) and osmosis(v):
                 converted.append((dep, helper))
         for name, hp in p.helper_plans.items():
-            if hp.ctors:
+            if any(not cp.plain for cp in hp.ctors.values()):
                 converted.append((f"the agent of `{name}`", True))
         repeated = [w for w, r in converted if r]
         if repeated:
@@ -375,6 +401,10 @@ class StrandsFramework(Framework):
 
     def write_ctor(self, call: cst.Call, plan: CtorPlan) -> cst.Call:
         new = super().write_ctor(call, plan)
+        if plan.plain:
+            self.ctx.edit(codes.STRANDS.model.code, self.where, "a Strands Agent that is not the sample now runs on "
+                          "the rollout's model (`_rollout_model`)")
+            return new
         note = f" (model: {plan.model_note} → OsmosisRolloutModel)" if plan.model is not None and plan.model_note else ""
         self.ctx.edit(codes.STRANDS.agent.code, self.where, f"Strands Agent → OsmosisStrandsAgent{note}")
         return new

@@ -1,9 +1,9 @@
 """``osmosis``: the legacy osmosis-ai command-line verbs that users' scripts call, on osmosis-compat.
 
-``osmosis serve``, ``osmosis validate`` and ``osmosis test`` take upstream's flags (spec/legacy-protocol.md
-§2.17) and run on osmosis-compat (``serve``/``validate`` are ``osmosis-compat serve``/``validate``, which accept
-upstream's flags and more). Upstream's platform verbs (``login``, ``logout``, ``whoami``, ``workspace``,
-``preview``, ``eval-rubric``, ``eval``) exit 1 saying why they are not here. As upstream: no subcommand prints the
+``osmosis serve``, ``osmosis validate``, ``osmosis test`` and ``osmosis eval`` take upstream's flags
+(spec/legacy-protocol.md §2.17) and run on osmosis-compat (``serve``/``validate`` are ``osmosis-compat
+serve``/``validate``, which accept upstream's flags and more). Upstream's platform verbs (``login``, ``logout``,
+``whoami``, ``workspace``, ``preview``, ``eval-rubric``) exit 1 saying why they are not here. As upstream: no subcommand prints the
 help and exits 1; ``-V`` prints ``osmosis-ai <version>``.
 """
 
@@ -13,7 +13,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from .main import add_subcommands, parse_command_line
+from .main import add_subcommands, closed_stdout, parse_command_line
 
 __all__ = ["build_parser", "main"]
 
@@ -21,6 +21,8 @@ _COMMANDS = {
     "serve": "osmosis_compat.cli.serve",
     "validate": "osmosis_compat.cli.validate",
     "test": "osmosis_compat.cli.legacy_test",
+    "eval": "osmosis_compat.cli.legacy_eval",
+    "dataset": "osmosis_compat.cli.dataset",
 }
 
 _NOT_HERE = {
@@ -29,9 +31,8 @@ _NOT_HERE = {
     "whoami": "Osmosis Platform login is not part of osmosis-compat, which never contacts the platform",
     "workspace": "Osmosis Platform workspaces are not part of osmosis-compat, which never contacts the platform",
     "preview": "dataset preview on the Osmosis Platform is not part of osmosis-compat",
-    "eval-rubric": "the rubric LLM evaluator is not part of osmosis-compat (evaluate_rubric raises the same)",
-    "eval": "`osmosis eval` (eval functions, pass@k against hosted models) is not part of osmosis-compat: run "
-            "`osmosis-compat eval -m MODULE:ATTR -d DATASET` (rewards from the agent or its grader) or `osmosis test`",
+    "eval-rubric": "0.2.17's rubric-scoring command is not part of osmosis-compat (its flags are not documented "
+                   "anywhere obtainable): call evaluate_rubric from Python, which is supported",
 }
 
 
@@ -41,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="osmosis",
-        description="The legacy osmosis-ai command line on osmosis-compat: serve, validate and test agent loops.",
+        description="The legacy osmosis-ai command line on osmosis-compat: serve, validate, test and evaluate agent "
+                    "loops.",
     )
     parser.add_argument("-V", "--version", action="version", version=f"osmosis-ai {_version()}")
     sub = add_subcommands(parser, _COMMANDS)
@@ -64,14 +66,28 @@ def _not_here(name: str, reason: str):  # type: ignore[no-untyped-def]
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``osmosis`` (also ``osmosis-ai`` / ``osmosis_ai``, as upstream's scripts were named)."""
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--json"] and argv[1:3] == ["dataset", "validate"]:
+        argv = [*argv[1:], "--json"]  # 0.3.8's global --json, for the one command that has it here
+    if argv[:1] == ["eval"] and argv[1:2] in (["run"], ["rubric"]):
+        from .eval_run import main as eval_run_main  # 0.3.8's `osmosis eval run|rubric`; `osmosis eval -m` is 0.2.17's
+
+        try:
+            return eval_run_main(argv[1:])
+        except KeyboardInterrupt:
+            return 130
     args = parse_command_line(parser, argv)
     if not getattr(args, "_run", None):
         parser.print_help()
         return 1
     try:
-        return int(args._run(args) or 0)
+        code = int(args._run(args) or 0)
+        sys.stdout.flush()
+        return code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return closed_stdout()
 
 
 if __name__ == "__main__":  # pragma: no cover

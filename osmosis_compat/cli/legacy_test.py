@@ -1,13 +1,16 @@
 """``osmosis test``: upstream's agent test mode (spec/legacy-protocol.md §2.17.3) on osmosis-compat's runner.
 
 Each dataset row runs as one legacy rollout, **sequentially**, through the real rollout app on 127.0.0.1 and the
-fake TrainGate (as ``osmosis-compat eval`` does), whose model calls go to:
+fake TrainGate (as ``osmosis-compat eval`` does), whose model calls go through LiteLLM as upstream's did:
 
-- ``--base-url URL``: any OpenAI-compatible endpoint (the model name without its ``openai/`` prefix);
-- otherwise the model's provider: ``gpt-5-mini`` / ``openai/<model>`` → the OpenAI API with ``--api-key`` or
-  ``OPENAI_API_KEY``. Other providers went through LiteLLM upstream, which osmosis-compat does not use: point
-  ``--base-url`` at an OpenAI-compatible endpoint for them;
+- ``--model`` is a LiteLLM id (``anthropic/claude-sonnet-4-5``) or a bare OpenAI name (``gpt-5-mini`` →
+  ``openai/gpt-5-mini``); the provider's key variable must be set (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY`` …)
+  unless ``--api-key``, ``--base-url`` or ``LITELLM_API_KEY`` is given;
+- ``--base-url URL``: any OpenAI-compatible endpoint (LiteLLM's ``openai/`` provider with that base);
 - ``--model builtin`` (osmosis-compat only): the built-in deterministic policy — no key, no network.
+
+One call of one token checks model, key and URL before the first row. ``--mcp DIR`` runs a FastMCP server
+directory as upstream's ``MCPAgentLoop``.
 
 A row succeeds when the rollout ends ``COMPLETED`` (the reward is shown, not judged); exit 1 if any row failed.
 ``-i/--interactive`` steps through each rollout model call by model call (``--row N``: only row ``N``).
@@ -35,13 +38,14 @@ BUILTIN_MODEL = "builtin"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-m", "--module", "--agent", dest="module", metavar="MODULE:ATTR",
                         help="the agent loop (module:attr or path.py:attr)")
-    parser.add_argument("--mcp", metavar="DIR", help="not supported: MCP agent loops are not part of osmosis-compat")
+    parser.add_argument("--mcp", metavar="DIR",
+                        help="a FastMCP server directory (DIR/main.py) run as MCPAgentLoop (needs osmosis-compat[mcp])")
     parser.add_argument("-d", "--dataset", type=Path, required=True, help="a .jsonl or .csv dataset")
     parser.add_argument("--model", default=DEFAULT_MODEL,
                         help=f"model (default {DEFAULT_MODEL}); '{BUILTIN_MODEL}' = the built-in deterministic policy")
     parser.add_argument("--limit", type=int, help="at most this many rows")
     parser.add_argument("--offset", type=int, default=0, help="skip this many rows first")
-    parser.add_argument("--api-key", help="the model endpoint's key (default: OPENAI_API_KEY)")
+    parser.add_argument("--api-key", help="the model provider's key (default: its variable, e.g. OPENAI_API_KEY)")
     parser.add_argument("--base-url", help="an OpenAI-compatible base URL (…/v1)")
     parser.add_argument("--max-turns", type=int, default=10, help="max_turns of each rollout request (default 10)")
     parser.add_argument("--max-tokens", type=int, help="max_tokens sent with every model call")
@@ -73,13 +77,12 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, list[Any], Any]:
     from osmosis_compat.legacy.exceptions import CLIError
     from osmosis_compat.server.agents import AgentSpec, AgentSpecError, url_safe_name
 
-    from .targets import load_target
+    from .targets import load_mcp_target, load_target
 
-    if args.mcp:
-        raise _TestError("--mcp: MCP agent loops are not part of osmosis-compat; wrap the MCP server's tools in a "
-                         "RolloutAgentLoop and pass it with -m")
-    if not args.module:
-        raise _TestError("-m/--module is required")
+    if args.mcp and args.module:
+        raise _TestError("-m/--module and --mcp are mutually exclusive: pass one agent")
+    if not args.module and not args.mcp:
+        raise _TestError("one of -m/--module or --mcp is required")
     if args.row is not None and not args.interactive:
         raise _TestError("--row requires --interactive")
     if args.offset < 0 or (args.limit is not None and args.limit < 0):
@@ -88,7 +91,7 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, list[Any], Any]:
         raise _TestError(f"-o {args.output}: directory {args.output.parent} does not exist")
     policy = _policy(args)
     try:
-        target = load_target(args.module)
+        target = load_mcp_target(args.mcp) if args.mcp else load_target(args.module)
         agent = AgentSpec.from_target(target, name=url_safe_name(target.name))
     except (CLIError, AgentSpecError) as exc:
         raise _TestError(str(exc)) from exc
@@ -107,37 +110,34 @@ def _prepare(args: argparse.Namespace) -> tuple[Any, list[Any], Any]:
 
 
 def _policy(args: argparse.Namespace) -> Any:
-    from osmosis_compat.evaluation.policies import DEFAULT_BASE_URL, ForwardingPolicy
+    return model_policy(args.model, api_key=args.api_key, base_url=args.base_url, temperature=args.temperature,
+                        max_tokens=args.max_tokens, error=_TestError)
 
-    if args.model == BUILTIN_MODEL and args.base_url is None:
+
+def model_policy(model: str, *, api_key: str | None, base_url: str | None, temperature: float | None,
+                 max_tokens: int | None, error: type[Exception]) -> Any:
+    """The policy of ``--model`` (shared by ``osmosis test`` and ``osmosis eval``): ``builtin`` → the built-in
+    deterministic policy; anything else → LiteLLM with upstream's model id, key check and overrides. Raises
+    ``error`` with a readable message for a bad URL or a missing key."""
+    from osmosis_compat.evaluation.policies import LiteLLMPolicy, litellm_model_id, missing_api_key
+
+    if model == BUILTIN_MODEL and base_url is None:
         from osmosis_compat.testing import ScriptedPolicy
 
         return ScriptedPolicy()
-    provider, slash, name = args.model.partition("/")
-    if not slash:
-        provider, name = "openai", args.model
-    if args.base_url is not None:
-        if not args.base_url.startswith(("http://", "https://")):
-            raise _TestError(f"--base-url must be an http(s) URL, got {args.base_url!r}")
-        # Upstream routed any model name through litellm's openai/ provider with --base-url: the name, sans prefix.
-        model, base_url = (name if provider == "openai" else args.model), args.base_url
-    elif provider != "openai":
-        raise _TestError(f"--model {args.model}: provider {provider!r} went through LiteLLM upstream, which "
-                         "osmosis-compat does not use; pass --base-url with an OpenAI-compatible endpoint for it")
-    else:
-        model, base_url = name, DEFAULT_BASE_URL
-    import os
-
-    key = args.api_key or os.environ.get("OPENAI_API_KEY")
-    if key is None and args.base_url is None:
-        raise _TestError("no API key for the OpenAI API: set OPENAI_API_KEY or pass --api-key "
-                         f"(or --model {BUILTIN_MODEL} for the built-in deterministic policy)")
-    params: dict[str, Any] = {}
-    if args.temperature is not None:
-        params["temperature"] = args.temperature
-    if args.max_tokens is not None:
-        params["max_tokens"] = args.max_tokens
-    return ForwardingPolicy(base_url, model, api_key=key, params=params)
+    if base_url is not None and not base_url.startswith(("http://", "https://")):
+        raise error(f"--base-url must be an http(s) URL, got {base_url!r}")
+    model_id = litellm_model_id(model, base_url)
+    variable = missing_api_key(model_id, api_key=api_key, base_url=base_url)
+    if variable is not None:
+        raise error(f"no API key for {model_id}: set {variable} or pass --api-key "
+                    f"(or --model {BUILTIN_MODEL} for the built-in deterministic policy)")
+    overrides: dict[str, Any] = {}
+    if temperature is not None:
+        overrides["temperature"] = temperature
+    if max_tokens is not None:
+        overrides["max_tokens"] = max_tokens
+    return LiteLLMPolicy(model_id, api_key=api_key, base_url=base_url, overrides=overrides)
 
 
 class InteractivePolicy:
@@ -172,7 +172,7 @@ class InteractivePolicy:
 
         self.calls += 1
         if self.quit:
-            raise RuntimeError("quit by the user")
+            return self._quit_reply()
         if self.stepping:
             self._say(f"\n--- row {self.row}, model call {self.calls}: {len(messages)} message(s), "
                       f"{len(tools or [])} tool(s); last: {format_message(messages[-1]).strip() if messages else '-'}")
@@ -195,7 +195,7 @@ class InteractivePolicy:
                         self._say("   (no tools)")
                 elif command in ("q", "quit"):
                     self.quit = True
-                    raise RuntimeError("quit by the user")
+                    return self._quit_reply()
                 else:
                     self._say(f"   unknown command {command!r}")
         reply = await self.inner.areply(messages, tools, **kwargs)
@@ -203,6 +203,18 @@ class InteractivePolicy:
             message = (reply.get("choices") or [{}])[0].get("message", {})
             self._say("   reply: " + format_message(message).strip())
         return reply
+
+    @staticmethod
+    def _quit_reply() -> dict[str, Any]:
+        """What the agent gets after ``q``: a final answer without tool calls, so the rollout ends at once.
+
+        (Failing the call instead made the agent's client retry a 500 with its backoff — ~7 s — and then die
+        with a traceback.) The row is reported as quit, not as passed, whatever the agent does with it.
+        """
+        return {"id": "chatcmpl-quit", "object": "chat.completion", "created": 0, "model": "quit",
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": "(quit by the user)"}}],
+                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}
 
     async def _ask(self) -> str:
         if self._eof:
@@ -261,18 +273,21 @@ async def _run(args: argparse.Namespace, agent: Any, rows: list[Any], policy: An
                     policy.start_row(row.index)
                 result = await driver.run(row)
                 success = result.status == COMPLETED or (result.category == "no_reward")  # reward is not judged
+                error = None if success else result.error
+                if args.interactive and policy.quit:
+                    success, error = False, "quit by the user"
                 usage = driver.usage.get(row.index, {})
                 outcomes.append({
                     "row_index": row.index,
                     "success": success,
-                    "error": None if success else result.error,
+                    "error": error,
                     "duration_ms": result.latency_ms,
                     "token_usage": usage,
                     "reward": result.reward,
                     "finish_reason": result.finish_reason,
                 })
                 if not args.quiet:
-                    verdict = "PASS" if success else f"FAIL: {result.error}"
+                    verdict = "PASS" if success else f"FAIL: {error}"
                     reward = "" if result.reward is None else f" reward={result.reward:g}"
                     print(f"[{len(outcomes)}/{len(rows)}] row {row.index}: {verdict}{reward} "
                           f"({result.latency_ms or 0:.0f} ms)")

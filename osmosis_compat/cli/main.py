@@ -14,7 +14,7 @@ from typing import Any
 
 from osmosis_compat import __version__
 
-__all__ = ["build_parser", "main", "parse_command_line"]
+__all__ = ["build_parser", "closed_stdout", "main", "parse_command_line", "plain_text"]
 
 _COMMANDS = {
     "serve": "osmosis_compat.cli.serve",
@@ -43,13 +43,25 @@ def add_subcommands(parser: argparse.ArgumentParser, commands: dict[str, str]) -
     subcommands: dict[str, argparse.ArgumentParser] = {}
     for name, module_name in commands.items():
         module = importlib.import_module(module_name)
-        command_parser = sub.add_parser(name, help=module.HELP, description=module.DESCRIPTION,
+        command_parser = sub.add_parser(name, help=module.HELP, description=plain_text(module.DESCRIPTION),
                                         formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(command_parser)
         command_parser.set_defaults(_run=module.run)
         subcommands[name] = command_parser
     parser.subcommands = subcommands  # type: ignore[attr-defined]
     return sub
+
+
+def plain_text(doc: str | None) -> str | None:
+    """A module docstring as ``--help`` shows it: reStructuredText literals (````x````) and roles
+    (``:class:`x```) become plain text, bold markers go."""
+    if doc is None:
+        return None
+    import re
+
+    text = re.sub(r":[a-z]+:`~?([^`]+)`", r"\1", doc)
+    text = text.replace("``", "").replace("**", "")
+    return text
 
 
 def parse_command_line(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
@@ -65,6 +77,19 @@ def parse_command_line(parser: argparse.ArgumentParser, argv: Sequence[str] | No
     return args
 
 
+def closed_stdout() -> int:
+    """The reader of stdout went away (``osmosis-compat eval | head``): no traceback, and none at exit either
+    (Python flushes stdout once more at exit: point it at /dev/null). Returns 141, a shell's code for SIGPIPE."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit code (0 ok, 1 failure, 2 usage error)."""
     # Python's default warning filters apply: users see their own warnings (upstream's CLI silenced every warning;
@@ -75,9 +100,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args._run(args) or 0)
+        code = int(args._run(args) or 0)
+        sys.stdout.flush()
+        return code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return closed_stdout()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -39,14 +39,23 @@ Errors print `Error: <message>` and exit 1."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-m", "--module", action="append", required=True, metavar="[NAME=]TARGET",
+    parser.add_argument("-m", "--module", action="append", default=[], metavar="[NAME=]TARGET",
                         help="an agent to serve (repeatable): module:attr or a workflow entrypoint")
-    parser.add_argument("-p", "--port", type=int, default=9000, help="port (default 9000)")
+    parser.add_argument("--mcp", action="append", default=[], metavar="[NAME=]DIR",
+                        help="a FastMCP server directory served as MCPAgentLoop (repeatable; needs osmosis-compat[mcp])")
+    parser.add_argument("-p", "--port", type=int, default=None,
+                        help="port (default $_OSMOSIS_ROLLOUT_PORT, as 0.3.8's entrypoints read it, else 9000)")
+    parser.add_argument("--timeout-keep-alive", type=int, default=KEEP_ALIVE_SECONDS, metavar="SECONDS",
+                        help=f"keep idle connections open this long (default {KEEP_ALIVE_SECONDS}, as 0.3.8: longer "
+                             "than the platform load balancer's 2,100 s, else it reuses a closing one and gets a 502)")
     parser.add_argument("-H", "--host", default="0.0.0.0", help="bind address (default 0.0.0.0)")
     parser.add_argument("--no-validate", action="store_true", help="skip validating the agents before serving")
     parser.add_argument("--reload", action="store_true", help="not supported (as upstream): see the error it prints")
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error", "critical"),
                         help="uvicorn log level (default info)")
+    parser.add_argument("--log-format", choices=("text", "json"), default=None,
+                        help="log lines as plain text (default) or one JSON object per line with the rollout id "
+                             "(default: $OSMOSIS_COMPAT_LOG_FORMAT, else text); keys and tokens are never logged")
     parser.add_argument("--skip-register", action="store_true",
                         help="accepted for compatibility; osmosis-compat never registers with the Osmosis Platform")
     parser.add_argument("--local", "--local-debug", dest="local_debug", action="store_true",
@@ -85,6 +94,8 @@ class ServePlan:
 
 def run(args: argparse.Namespace) -> int:
     try:
+        _configure_logs(args)
+        args.port = resolve_port(args.port)
         check_port_free(args.host, args.port)
         check_store(args)
         plan = plan_server(args)
@@ -106,12 +117,14 @@ def run(args: argparse.Namespace) -> int:
                 local_debug=args.local_debug,
                 debug_dir=args.log,
                 controller_hosts=args.controller_hosts,
+                timeout_keep_alive=args.timeout_keep_alive,
             )
             return 0
         import uvicorn
 
         print(plan.banner, flush=True)
-        uvicorn.run(plan.app, host=args.host, port=args.port, log_level=args.log_level)
+        uvicorn.run(plan.app, host=args.host, port=args.port, log_level=args.log_level, log_config=_log_config(args),
+                    timeout_keep_alive=args.timeout_keep_alive)
         return 0
     except Exception as exc:  # upstream: any failure → "Error: <msg>" and exit 1
         print(f"Error: {exc}", file=sys.stderr)
@@ -121,6 +134,28 @@ def run(args: argparse.Namespace) -> int:
             return 0
         print("Error: the server could not start (see the log above)", file=sys.stderr)
         return 1
+
+
+KEEP_ALIVE_SECONDS = 2160
+"""0.3.8's entrypoints serve with ``timeout_keep_alive=2160``: the Osmosis platform's load balancer keeps idle
+connections 2,100 s, and with uvicorn's 5 s default it reuses a connection the server is closing (HTTP 502)."""
+
+PORT_ENV = "_OSMOSIS_ROLLOUT_PORT"
+
+
+def resolve_port(port: int | None) -> int:
+    """``-p`` when given, else ``$_OSMOSIS_ROLLOUT_PORT`` (what the platform and ``osmosis eval run`` set for
+    0.3.8 entrypoints), else 9000 (the legacy ``osmosis serve`` default)."""
+    if port is not None:
+        return port
+    from osmosis_compat.legacy.exceptions import ServeError
+
+    value = os.environ.get(PORT_ENV, "").strip()
+    if not value:
+        return 9000
+    if not value.isdigit() or not 0 < int(value) < 65536:
+        raise ServeError(f"{PORT_ENV}={value!r} is not a port number")
+    return int(value)
 
 
 def check_store(args: argparse.Namespace) -> None:
@@ -170,15 +205,53 @@ def _run_workers(args: argparse.Namespace, plan: ServePlan) -> int:
     os.environ[_WORKER_ARGV_ENV] = json.dumps(argv)
     banner = plan.banner or _legacy_banner(plan, args, key if generated else None)
     print(f"{banner}\n  Workers:  {args.workers} processes, store {os.environ.get(STORE_ENV)}", flush=True)
-    uvicorn.run(
-        "osmosis_compat.cli.serve:worker_app",
-        factory=True,
-        workers=args.workers,
-        host=args.host,
-        port=args.port,
-        log_level=args.log_level,
-    )
+    metrics_dir = _multiprocess_metrics_dir()
+    try:
+        uvicorn.run(
+            "osmosis_compat.cli.serve:worker_app",
+            factory=True,
+            workers=args.workers,
+            host=args.host,
+            port=args.port,
+            log_level=args.log_level,
+            log_config=_log_config(args),
+            timeout_keep_alive=args.timeout_keep_alive,
+        )
+    finally:
+        if metrics_dir is not None:
+            metrics_dir.cleanup()
     return 0
+
+
+def _configure_logs(args: argparse.Namespace) -> None:
+    """``--log-format`` (else ``$OSMOSIS_COMPAT_LOG_FORMAT``) for this process and, through the environment, for
+    the worker processes; the server's own key is never written to a log."""
+    from osmosis_compat.observability.logs import LOG_FORMAT_ENV, redact_value, resolve_format
+
+    # The handlers themselves are uvicorn's log_config (_log_config), installed when the server starts.
+    os.environ[LOG_FORMAT_ENV] = resolve_format(args.log_format)
+    redact_value(args.api_key)
+
+
+def _log_config(args: argparse.Namespace) -> dict[str, Any]:
+    from osmosis_compat.observability.logs import resolve_format, uvicorn_log_config
+
+    return uvicorn_log_config(resolve_format(args.log_format), args.log_level)
+
+
+def _multiprocess_metrics_dir() -> Any:
+    """``--workers``: every process's metrics aggregated at ``/metrics`` (prometheus-client's multiprocess mode,
+    docs/serving.md). A fresh directory unless ``$PROMETHEUS_MULTIPROC_DIR`` names one; it must be set before the
+    workers import prometheus-client."""
+    import tempfile
+
+    from osmosis_compat.observability.metrics import MULTIPROC_ENV
+
+    if os.environ.get(MULTIPROC_ENV):
+        return None
+    directory = tempfile.TemporaryDirectory(prefix="osmosis-metrics-")
+    os.environ[MULTIPROC_ENV] = directory.name
+    return directory
 
 
 _WORKER_ARGV_ENV = "_OSMOSIS_COMPAT_SERVE_ARGV"
@@ -186,7 +259,10 @@ _WORKER_ARGV_ENV = "_OSMOSIS_COMPAT_SERVE_ARGV"
 
 def _argv_for_workers(args: argparse.Namespace, plan: ServePlan, key: str | None) -> list[str]:
     argv = [item for spec in args.module for item in ("-m", spec)]
+    argv += [item for spec in getattr(args, "mcp", []) for item in ("--mcp", spec)]
     argv += ["--no-validate", "--expose", args.expose, "--log-level", args.log_level]
+    if args.log_format:
+        argv += ["--log-format", args.log_format]
     if args.default:
         argv += ["--default", args.default]
     if args.local_debug:
@@ -263,8 +339,11 @@ def plan_server(args: argparse.Namespace) -> ServePlan:
     """Load, validate and assemble everything ``serve`` needs; raise with a readable message on any problem."""
     from osmosis_compat.legacy.exceptions import ServeError
 
-    from .targets import load_target
+    from .targets import load_mcp_target, load_target
 
+    args.port = resolve_port(args.port)  # the banners name it
+    if not args.module and not getattr(args, "mcp", None):
+        raise ServeError("pass an agent: -m/--module TARGET or --mcp DIR")
     if args.local_debug and args.api_key is not None:
         raise ServeError("--api-key cannot be used together with --local (local debug mode disables auth).")
     if args.reload:
@@ -274,6 +353,7 @@ def plan_server(args: argparse.Namespace) -> ServePlan:
         )
     named = [_split_name(spec) for spec in args.module]
     targets = [(name, load_target(spec)) for name, spec in named]
+    targets += [(name, load_mcp_target(spec)) for name, spec in (_split_name(d) for d in getattr(args, "mcp", []))]
     if len(targets) == 1 and targets[0][0] is None and targets[0][1].kind == "legacy" \
             and args.expose in ("native", "legacy") and args.default is None:
         # Exactly the legacy `osmosis serve`: serve_agent_loop validates, prints the banner and runs uvicorn.
@@ -356,7 +436,7 @@ def _mixed_plan(args: argparse.Namespace, targets: list[tuple[str | None, Any]])
     ]
     for agent in agents:
         for protocol, path in app.endpoints(agent.name).items():
-            via = "" if protocol == agent.kind else "  (adapted)"
+            via = "  (adapted)" if app.adapted(agent.name, protocol) else ""
             lines.append(f"    {agent.name:<20} {agent.kind:<8} {protocol:<8} http://{host_shown}:{args.port}{path}{via}")
     if key is not None and app.callback_routes():
         lines.append("  " + callback_auth_notice(app.callback_routes(), keyless_callbacks=args.keyless_callbacks,

@@ -25,7 +25,7 @@ from osmosis_compat.legacy.exceptions import CLIError
 
 from .loading import _import_file, import_target
 
-__all__ = ["Target", "TargetError", "load_target"]
+__all__ = ["Target", "TargetError", "load_mcp_target", "load_target"]
 
 
 class TargetError(CLIError):
@@ -93,6 +93,21 @@ def load_target(spec: str) -> Target:
         return _from_value(spec, module, attr, value)
     module = _import_module(spec)
     return _discover(spec, module)
+
+
+def load_mcp_target(directory: str) -> Target:
+    """``--mcp DIR``: the FastMCP server of ``DIR/main.py`` as an ``MCPAgentLoop`` (a legacy target named
+    ``mcp_agent``, as upstream). Raises :class:`TargetError` with the loader's reason (no directory, no
+    ``main.py``, fastmcp missing, an import error, no ``FastMCP`` instance)."""
+    from osmosis_compat.legacy.exceptions import MCPLoadError
+
+    try:
+        from osmosis_compat.legacy.mcp import load_mcp_agent_loop
+
+        loop = load_mcp_agent_loop(directory)
+    except MCPLoadError as exc:
+        raise TargetError(f"--mcp {directory}: {exc}") from exc
+    return Target(spec=f"--mcp {directory}", kind="legacy", name=str(loop.name), loop=loop)
 
 
 def _looks_like_windows_path(spec: str) -> bool:

@@ -1,5 +1,9 @@
-"""Reading an evaluation dataset: JSONL or CSV rows of ``system_prompt``, ``user_prompt``, ``ground_truth``
-and an optional ``metadata`` object.
+"""Reading an evaluation dataset: JSONL, CSV or Parquet rows in osmosis-ai 0.3.8's dataset contract.
+
+*Prompt mode* (no ``metadata`` column): ``user_prompt`` and ``ground_truth`` (or its alias ``label``) are
+required, ``system_prompt`` is optional. *Metadata mode* (the file has a ``metadata`` column): the prompt and
+ground-truth columns are optional, but a row needs a user prompt or a non-empty metadata object. An empty value
+counts as absent; a number is taken as its text (``42`` → ``"42"``).
 
 Every physical row yields either a :class:`DatasetRow` or a :class:`RowError` — a row that cannot be used
 (unparseable line, missing column, wrong type) is reported with its index and the reason, and never stops the
@@ -22,9 +26,9 @@ from typing import Any, Union
 
 __all__ = ["DatasetError", "DatasetRow", "RowError", "read_dataset", "REQUIRED_COLUMNS"]
 
-#: Columns every row must carry, as non-empty strings (``ground_truth`` may also be a JSON number).
+#: Columns of a row in prompt mode (``system_prompt`` optional since 0.3.8; ``label`` is ``ground_truth``'s alias).
 REQUIRED_COLUMNS = ("system_prompt", "user_prompt", "ground_truth")
-_KNOWN = (*REQUIRED_COLUMNS, "metadata")
+_KNOWN = (*REQUIRED_COLUMNS, "label", "metadata")
 
 
 class DatasetError(Exception):
@@ -36,18 +40,20 @@ class DatasetRow:
     """One usable row. ``index`` is the 0-based row number in the file (data rows, header excluded)."""
 
     index: int
-    system_prompt: str
-    user_prompt: str
-    ground_truth: str
+    system_prompt: str | None
+    user_prompt: str | None
+    ground_truth: str | None
     metadata: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def messages(self) -> list[dict[str, Any]]:
-        """The conversation both protocols start from: ``[system, user]``."""
-        return [
-            {"role": "system", "content": self.system_prompt},
-            {"role": "user", "content": self.user_prompt},
-        ]
+        """The conversation every protocol starts from: ``[system, user]``, each only when the row has it."""
+        messages = []
+        if self.system_prompt is not None:
+            messages.append({"role": "system", "content": self.system_prompt})
+        if self.user_prompt is not None:
+            messages.append({"role": "user", "content": self.user_prompt})
+        return messages
 
 
 @dataclass(frozen=True)
@@ -73,8 +79,11 @@ def read_dataset(path: str | Path, *, offset: int = 0, limit: int | None = None)
         raise ValueError("limit must be >= 0")
     path = Path(path)
     suffix = path.suffix.lower()
-    if suffix not in (".jsonl", ".ndjson", ".csv"):
-        raise DatasetError(f"{path}: unsupported dataset format {suffix or '(no extension)'!r}; use .jsonl or .csv")
+    if suffix not in (".jsonl", ".ndjson", ".csv", ".parquet"):
+        raise DatasetError(f"{path}: unsupported dataset format {suffix or '(no extension)'!r}; "
+                           "use .jsonl, .csv or .parquet")
+    if suffix == ".parquet":
+        return _select(_parquet_rows(path), offset, limit)
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
@@ -85,15 +94,47 @@ def read_dataset(path: str | Path, *, offset: int = 0, limit: int | None = None)
         raise DatasetError(f"{path}: not UTF-8 text ({exc})") from None
     except OSError as exc:
         raise DatasetError(f"{path}: {exc.strerror or exc}") from None
-    raw_rows = _jsonl_rows(text) if suffix != ".csv" else _csv_rows(text)
+    return _select(_jsonl_rows(text) if suffix != ".csv" else _csv_rows(text), offset, limit)
+
+
+def _select(raw_rows: Iterator[tuple[int, dict[str, Any] | RowError]], offset: int,
+            limit: int | None) -> list[DatasetItem]:
+    metadata_mode: bool | None = None
     items: list[DatasetItem] = []
     for index, raw in raw_rows:
+        if metadata_mode is None and isinstance(raw, dict):
+            # The mode is the file's (its first row's columns), as 0.3.8's validator decides it.
+            metadata_mode = any(str(key).lower() == "metadata" for key in raw)
         if index < offset:
             continue
         if limit is not None and len(items) >= limit:
             break
-        items.append(raw if isinstance(raw, RowError) else _to_row(index, raw))
+        items.append(raw if isinstance(raw, RowError) else _to_row(index, raw, bool(metadata_mode)))
     return items
+
+
+def _parquet_rows(path: Path) -> Iterator[tuple[int, dict[str, Any] | RowError]]:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise DatasetError(f"{path}: reading Parquet datasets needs pyarrow: "
+                           "pip install 'osmosis-compat[parquet]'") from None
+    if not path.is_file():
+        raise DatasetError(f"{path}: no such file")
+    try:
+        parquet = pq.ParquetFile(path)
+    except Exception as exc:  # pyarrow raises its own error types for a damaged file
+        raise DatasetError(f"{path}: not a readable Parquet file ({exc})") from None
+
+    def rows() -> Iterator[tuple[int, dict[str, Any] | RowError]]:
+        index = 0
+        with parquet:
+            for batch in parquet.iter_batches():
+                for row in batch.to_pylist():
+                    yield index, row
+                    index += 1
+
+    return rows()
 
 
 # -- parsing ---------------------------------------------------------------------------------------
@@ -147,31 +188,41 @@ def _csv_rows(text: str) -> Iterator[tuple[int, dict[str, Any] | RowError]]:
         index += 1
 
 
-def _to_row(index: int, raw: dict[str, Any]) -> DatasetItem:
+def _to_row(index: int, raw: dict[str, Any], metadata_mode: bool = False) -> DatasetItem:
     by_lower: dict[str, str] = {}
     for key in raw:
         by_lower.setdefault(str(key).lower(), key)
+    metadata_mode = metadata_mode or "metadata" in by_lower
     problems: list[str] = []
     values: dict[str, Any] = {}
+    empty: dict[str, str] = {}
     for column in REQUIRED_COLUMNS:
         key = by_lower.get(column)
-        if key is None:
-            problems.append(f"missing column {column!r}")
-            continue
-        value = raw[key]
-        if column == "ground_truth" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        if key is None and column == "ground_truth":
+            key = by_lower.get("label")  # 0.3.8: label is an accepted alias
+        value = None if key is None else raw[key]
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
             value = json.dumps(value)
-        if not isinstance(value, str):
-            problems.append(f"{column!r} must be a string, got {_json_type(value)}")
-        elif not value.strip():
-            problems.append(f"{column!r} is empty")
-        else:
-            values[column] = value
+        if value is not None and not isinstance(value, str):
+            problems.append(f"{key!r} must be a string, got {_json_type(value)}")
+            continue
+        values[column] = value if value and value.strip() else None
+        if values[column] is None and key is not None:
+            empty[column] = "null" if value is None else "empty"
     metadata = None
     if "metadata" in by_lower:
         metadata, problem = _metadata(raw[by_lower["metadata"]])
         if problem:
             problems.append(problem)
+    if not problems and not metadata_mode:
+        if values["user_prompt"] is None:
+            problems.append(f"'user_prompt' is {empty['user_prompt']}" if "user_prompt" in empty
+                            else "missing column 'user_prompt'")
+        if values["ground_truth"] is None:
+            problems.append(f"'ground_truth' is {empty['ground_truth']}" if "ground_truth" in empty
+                            else "missing column 'ground_truth' (or 'label')")
+    if not problems and values["system_prompt"] is None and values["user_prompt"] is None and metadata is None:
+        problems.append("no prompt and no metadata: a row needs a user_prompt or a non-empty 'metadata' object")
     if problems:
         return RowError(index, "; ".join(problems))
     extra = {key: value for key, value in raw.items() if str(key).lower() not in _KNOWN}

@@ -78,11 +78,12 @@ class Driver:
             finally:
                 await server.close()
 
-    async def run(self, row: DatasetRow) -> RowResult:
-        """One row as one rollout; a refused request or a missing result is the row's failure, not an exception."""
+    async def run(self, row: DatasetRow, rollout_id: str | None = None) -> RowResult:
+        """One row as one rollout (``rollout_id``: default from the options); a refused request or a missing
+        result is the row's failure, not an exception."""
         from osmosis_compat.testing import RolloutTimeout, UnexpectedStatus
 
-        rollout_id = self.options.rollout_id(row)
+        rollout_id = rollout_id or self.options.rollout_id(row)
         started = time.perf_counter()
         try:
             record = await self.drive(row, rollout_id)

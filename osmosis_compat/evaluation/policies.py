@@ -12,7 +12,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ForwardingPolicy", "RemotePolicyError", "resolve_api_key", "DEFAULT_BASE_URL", "API_KEY_ENV_VARS"]
+__all__ = ["ForwardingPolicy", "LiteLLMPolicy", "RemotePolicyError", "resolve_api_key", "litellm_model_id",
+           "missing_api_key", "DEFAULT_BASE_URL", "API_KEY_ENV_VARS", "PROVIDER_API_KEY_ENV"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 #: Environment variables read (in order) for the endpoint's key when ``--api-key-env`` is not given.
@@ -113,4 +114,108 @@ class ForwardingPolicy:
             raise RemotePolicyError(f"{self.url} answered with a non-JSON body: {response.text[:200]!r}") from None
         if not isinstance(data, dict) or not data.get("choices"):
             raise RemotePolicyError(f"{self.url} answered without 'choices': {str(data)[:200]}")
+        return data
+
+
+#: ``osmosis test`` / ``osmosis eval`` (0.2.17): the key variable LiteLLM reads for a provider prefix.
+PROVIDER_API_KEY_ENV = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "groq": "GROQ_API_KEY",
+    "mistral": "MISTRAL_API_KEY",
+    "cohere": "COHERE_API_KEY",
+    "together_ai": "TOGETHERAI_API_KEY",
+    "fireworks_ai": "FIREWORKS_API_KEY",
+    "deepseek": "DEEPSEEK_API_KEY",
+    "gemini": "GEMINI_API_KEY",
+    "xai": "XAI_API_KEY",
+    "openrouter": "OPENROUTER_API_KEY",
+    "perplexity": "PERPLEXITYAI_API_KEY",
+    "replicate": "REPLICATE_API_KEY",
+    "deepinfra": "DEEPINFRA_API_KEY",
+    "cerebras": "CEREBRAS_API_KEY",
+    "ai21": "AI21_API_KEY",
+    "sambanova": "SAMBANOVA_API_KEY",
+    "nvidia_nim": "NVIDIA_NIM_API_KEY",
+    "github": "GITHUB_API_KEY",
+}
+
+
+def litellm_model_id(model: str, base_url: str | None) -> str:
+    """The LiteLLM model id ``osmosis test`` / ``osmosis eval`` use: a bare name becomes ``openai/<name>``; with
+    ``base_url`` every name goes through LiteLLM's ``openai/`` provider (an OpenAI-compatible endpoint)."""
+    if base_url is not None:
+        return model if model.startswith("openai/") else f"openai/{model}"
+    return model if "/" in model else f"openai/{model}"
+
+
+def missing_api_key(model_id: str, *, api_key: str | None, base_url: str | None,
+                    environ: Mapping[str, str] | None = None) -> str | None:
+    """The provider's unset key variable, or ``None`` when nothing is missing (an explicit key, a base URL,
+    ``LITELLM_API_KEY`` or a provider LiteLLM resolves by other means)."""
+    environ = os.environ if environ is None else environ
+    if api_key or base_url is not None or environ.get("LITELLM_API_KEY"):
+        return None
+    variable = PROVIDER_API_KEY_ENV.get(model_id.split("/", 1)[0])
+    if variable and not environ.get(variable):
+        return variable
+    return None
+
+
+class LiteLLMPolicy:
+    """Answers model calls with ``litellm.acompletion`` — upstream ``osmosis test``'s ``ExternalLLMClient``.
+
+    ``model`` is a LiteLLM id (``openai/gpt-5-mini``, ``anthropic/claude-sonnet-4-5``, …); ``api_key`` /
+    ``base_url`` are passed as LiteLLM's ``api_key`` / ``api_base``. As upstream, every sampling parameter the
+    agent sent is forwarded (``params``, handed over by the fake controller), the agent's offered tools are sent
+    with every call, and ``overrides`` (``--temperature`` / ``--max-tokens``) win. LiteLLM is imported on the
+    first call. A failed call raises :class:`RemotePolicyError` (the agent then sees a 500 from its controller).
+    """
+
+    accepts_request_params = True
+
+    def __init__(self, model: str, *, api_key: str | None = None, base_url: str | None = None,
+                 overrides: Mapping[str, Any] | None = None, timeout_s: float = 300.0) -> None:
+        self.model = model
+        self.api_key = api_key
+        self.base_url = base_url
+        self.overrides = dict(overrides or {})
+        self.timeout_s = timeout_s
+
+    async def areply(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        *,
+        model: str = "",
+        params: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """The model's ``chat.completion`` (as a dict) for ``messages`` with ``tools`` offered."""
+        kwargs: dict[str, Any] = {**(params or {}), **self.overrides}
+        if tools:
+            kwargs["tools"] = tools
+        else:
+            kwargs.pop("tool_choice", None)
+        return await self._complete(messages, kwargs)
+
+    async def preflight(self) -> None:
+        """One token of ``"hi"`` (as upstream), so a wrong model, key or URL fails before any row."""
+        await self._complete([{"role": "user", "content": "hi"}], {"max_tokens": 1})
+
+    async def _complete(self, messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> dict[str, Any]:
+        from osmosis_compat.workflow.integrations._deferred_litellm import load_litellm
+
+        litellm = load_litellm()
+        if self.api_key is not None:
+            kwargs["api_key"] = self.api_key
+        if self.base_url is not None:
+            kwargs["api_base"] = self.base_url
+        kwargs.setdefault("timeout", self.timeout_s)
+        try:
+            response = await litellm.acompletion(model=self.model, messages=messages, **kwargs)
+        except Exception as exc:  # LiteLLM maps every provider failure to its own exception classes
+            raise RemotePolicyError(f"{self.model}: {type(exc).__name__}: {exc}") from exc
+        data = response.model_dump() if hasattr(response, "model_dump") else dict(response)
+        if not data.get("choices"):
+            raise RemotePolicyError(f"{self.model} answered without 'choices': {str(data)[:200]}")
         return data

@@ -10,7 +10,20 @@ from typing import TextIO
 
 from .report import COMPLETED, RowResult
 
-__all__ = ["Progress", "terminal_width"]
+__all__ = ["Progress", "heartbeat_interval", "terminal_width"]
+
+#: Seconds without a finished row after which non-terminal output says the run is still going (a slow row
+#: otherwise showed nothing for as long as it ran). ``$OSMOSIS_COMPAT_EVAL_HEARTBEAT_S`` overrides it.
+HEARTBEAT_S = 10.0
+
+
+def heartbeat_interval() -> float:
+    """:data:`HEARTBEAT_S`, or ``$OSMOSIS_COMPAT_EVAL_HEARTBEAT_S`` when that is a positive number."""
+    try:
+        value = float(os.environ.get("OSMOSIS_COMPAT_EVAL_HEARTBEAT_S", ""))
+    except ValueError:
+        return HEARTBEAT_S
+    return value if value > 0 else HEARTBEAT_S
 
 #: ANSI "erase to end of line": a shorter redraw (or a narrowed terminal) leaves no tail of the previous line.
 _ERASE_TO_EOL = "\x1b[K"
@@ -52,6 +65,7 @@ class Progress:
         self.passed = 0
         self._width = width or (lambda: terminal_width(self.stream))
         self._started = time.perf_counter()
+        self._last_output = self._started
         self._drawn = False
 
     @property
@@ -72,6 +86,23 @@ class Progress:
         else:
             self.stream.write(self._line(result) + "\n")
         self.stream.flush()
+        self._last_output = time.perf_counter()
+
+    def heartbeat(self, interval: float) -> None:
+        """Non-terminal output: when nothing was printed for ``interval`` seconds, say the run is still going.
+
+        (A terminal's redrawn line shows the elapsed rate anyway; ``-q`` stays silent.)
+        """
+        if self.quiet or self.tty or self.done >= self.total:
+            return
+        now = time.perf_counter()
+        if now - self._last_output < interval:
+            return
+        waiting = self.total - self.done
+        self.stream.write(f"... {self.done}/{self.total} rows finished, {waiting} still running "
+                          f"({now - self._started:.0f} s elapsed)\n")
+        self.stream.flush()
+        self._last_output = now
 
     def close(self) -> None:
         """End the redrawn line (the summary starts on a fresh one)."""

@@ -218,6 +218,7 @@ class OsmosisLLMClient:
             payload,
             policy=self._complete_policy,
             headers=self._dialect.headers(),
+            callback="completed",
         )
 
     def get_metrics(self) -> RolloutMetrics:

@@ -63,11 +63,14 @@ def serve_agent_loop(
     local_debug: bool = False,
     debug_dir: str | None = None,
     controller_hosts: Any = None,
+    timeout_keep_alive: int = 2160,
 ) -> None:
     """Validate, then serve ``agent_loop`` with uvicorn until interrupted.
 
     ``controller_hosts`` (osmosis-compat) restricts the hosts a controller's ``server_url`` may name (see
-    ``create_app``). Serving on a non-loopback ``host`` without a key (``local_debug``) prints a warning.
+    ``create_app``). ``timeout_keep_alive`` (osmosis-compat; 2160 s as 0.3.8's entrypoints) keeps idle
+    connections open longer than the platform load balancer does. Serving on a non-loopback ``host`` without a
+    key (``local_debug``) prints a warning.
 
     Raises :class:`ServeError` for ``api_key`` with ``local_debug``, and for ``reload=True`` (uvicorn can only
     reload an import string: run ``uvicorn module:app --reload`` instead);
@@ -115,7 +118,13 @@ def serve_agent_loop(
     warning = non_loopback_warning(host, key)
     if warning:
         print(warning, file=sys.stderr, flush=True)
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+    from osmosis_compat.observability.logs import resolve_format, uvicorn_log_config
+
+    # $OSMOSIS_COMPAT_LOG_FORMAT (json / text, set by `serve --log-format`); keys and bearer tokens redacted either way.
+    # 2160 s keep-alive, as 0.3.8's entrypoints: longer than the platform load balancer's idle timeout (2,100 s), so
+    # it never reuses a connection the server is closing (uvicorn's 5 s default makes that a 502).
+    uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_keep_alive=timeout_keep_alive,
+                log_config=uvicorn_log_config(resolve_format(), log_level))
 
 
 def _print_banner(

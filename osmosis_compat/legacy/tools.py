@@ -86,4 +86,14 @@ async def execute_tool_calls(
     propagates. An empty or ``None`` list gives ``[]``."""
     if not tool_calls:
         return []
-    return list(await asyncio.gather(*[executor(tool_call) for tool_call in tool_calls]))
+    return list(await asyncio.gather(*[_traced(executor, tool_call) for tool_call in tool_calls]))
+
+
+async def _traced(executor: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]], tool_call: dict[str, Any]) -> dict[str, Any]:
+    """One tool call in its own ``execute_tool <name>`` span (a no-op without tracing)."""
+    from osmosis_compat.observability import tracing
+
+    function = tool_call.get("function") if isinstance(tool_call, dict) else None
+    name = function.get("name", "") if isinstance(function, dict) else ""
+    with tracing.tool_span(str(name)):
+        return await executor(tool_call)

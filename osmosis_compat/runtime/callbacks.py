@@ -144,7 +144,7 @@ class CallbackSender:
         error path may still post a fallback of the same kind).
         """
         if ledger is None:
-            return await post_json(url, payload, policy=policy or self.policy, headers=headers)
+            return await post_json(url, payload, policy=policy or self.policy, headers=headers, callback=kind)
         if ledger.was_delivered(kind) or ledger.is_in_flight(kind):
             # Only the error/shutdown paths get here, and they settle in-flight deliveries first: whatever started
             # first has won.
@@ -152,5 +152,5 @@ class CallbackSender:
                 "Not sending a second %r callback for rollout %s (one was already sent)", kind, ledger.rollout_id
             )
             return None
-        delivery = post_json(url, payload, policy=policy or self.policy, headers=headers)
+        delivery = post_json(url, payload, policy=policy or self.policy, headers=headers, callback=kind)
         return await asyncio.shield(ledger.start(kind, delivery, marks_delivered=True))

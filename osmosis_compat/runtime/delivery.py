@@ -106,13 +106,36 @@ async def post_json(
     policy: DeliveryPolicy,
     headers: Mapping[str, str] | None = None,
     body: bytes | None = None,
+    callback: str | None = None,
 ) -> httpx.Response:
     """POST ``payload`` as JSON to ``url`` following ``policy``; return the successful response.
 
     The payload is encoded once (:func:`jsonwire.dumps`), so a non-JSON payload raises
     :class:`~osmosis_compat.runtime.jsonwire.NotJSONError` before any request. Raises the policy's errors:
     at once for client errors and unexpected statuses, after the last attempt for retryable ones.
+    ``callback`` names the callback kind this delivers (``completed``, ``completion``, ``grader``): each attempt
+    then counts in ``osmosis_callback_attempts_total`` and the delivery is a ``callback <kind>`` span.
     """
+    if callback is None:
+        return await _post_json(url, payload, policy, headers, body, None)
+    from osmosis_compat.observability import metrics, tracing
+
+    with tracing.span(f"callback {callback}", {"osmosis.callback": callback}, kind="client"):
+        return await _post_json(url, payload, policy, headers, body, (metrics.peek(), callback))
+
+
+async def _post_json(
+    url: str,
+    payload: Any,
+    policy: DeliveryPolicy,
+    headers: Mapping[str, str] | None,
+    body: bytes | None,
+    counted: tuple[Any, str] | None,
+) -> httpx.Response:
+    def attempt_was(outcome: str) -> None:
+        if counted is not None and counted[0] is not None:
+            counted[0].child(counted[0].callbacks, counted[1], outcome).inc()
+
     content = body if body is not None else dumps(payload)
     request_headers = {"Content-Type": "application/json"}
     if headers:
@@ -127,15 +150,19 @@ async def post_json(
             response = await client.post(url, content=content, headers=request_headers)
         except httpx.TimeoutException as exc:
             last_error = policy.errors.timeout(exc)
+            attempt_was("timeout")
             logger.debug("POST %s timed out (attempt %d/%d)", url, attempt + 1, attempts)
             continue
         except httpx.RequestError as exc:
             last_error = policy.errors.transport(exc)
+            attempt_was("transport_error")
             logger.debug("POST %s failed: %r (attempt %d/%d)", url, exc, attempt + 1, attempts)
             continue
         status = response.status_code
         if policy.is_success(status):
+            attempt_was("delivered")
             return response
+        attempt_was("rejected")
         if policy.is_retryable(status):
             last_error = policy.errors.status(status, response.text)
             logger.debug("POST %s answered %d (attempt %d/%d)", url, status, attempt + 1, attempts)

@@ -59,6 +59,8 @@ class Admission:
     """One rollout admitted by this process, while it runs here."""
 
     key: str
+    protocol: str = ""
+    """The protocol that admitted it (``"legacy"``, ``"workflow"``, ``"polling"``)."""
     admitted_at: float = field(default_factory=time.monotonic)
     """Monotonic time of admission — before waiting for a slot, so latency includes queueing."""
     started_at: float | None = None
@@ -83,6 +85,13 @@ class Submission(Generic[T]):
     admission: Admission | None
     record: RolloutRecord | None = None
     """For a duplicate: the existing record (status, result …)."""
+
+    @property
+    def protocol(self) -> str:
+        """The protocol of the rollout that holds the key (for a duplicate: the leader's, wherever it runs)."""
+        if self.record is not None:
+            return self.record.protocol
+        return self.admission.protocol if self.admission is not None else ""
 
 
 @dataclass
@@ -128,10 +137,13 @@ class RolloutEngine:
         self._running: dict[asyncio.Task[None], _Local] = {}
         self._completions: deque[float] = deque()
         self._closing = False
+        self._started = False
         self._cleanup_task: asyncio.Task[None] | None = None
         self.heartbeat_interval_seconds = heartbeat_interval_seconds
         self._ownership_task: asyncio.Task[None] | None = None
         self._orphans: dict[str, Callable[[str], tuple[dict[str, Any] | None, float]]] = {}
+        self._discards: dict[str, str] = {}  # key -> ticket of an admission answered "unavailable" (see submit)
+        self._discard_task: asyncio.Task[None] | None = None
         self.store.on_cancel(self.instance_id, self._on_cancel_request)
 
     @property
@@ -161,6 +173,8 @@ class RolloutEngine:
         while True:
             local = self._local.get(key)
             if local is not None:  # the leader is in this process: share its prepare
+                if local.admission.protocol != protocol:  # another protocol's rollout: nothing to share (409)
+                    return Submission(value=None, created=False, admission=local.admission)
                 value = await asyncio.shield(local.prepared)
                 return Submission(value=value, created=False, admission=local.admission)
             if self._closing:
@@ -168,19 +182,31 @@ class RolloutEngine:
             if self.max_pending is not None and len(self._local) >= self.max_pending:
                 raise EngineFullError(f"{len(self._local)} rollouts are pending (max_pending={self.max_pending})")
             loop = asyncio.get_running_loop()
-            local = _Local(admission=Admission(key=key), prepared=loop.create_future(), abort=abort)
+            local = _Local(admission=Admission(key=key, protocol=protocol), prepared=loop.create_future(), abort=abort)
             self._local[key] = local
-            record = RolloutRecord(key=key, owner=self.instance_id, protocol=protocol, **(fields or {}))
+            ticket = uuid.uuid4().hex[:16]
+            record = RolloutRecord(key=key, owner=self.instance_id, protocol=protocol, ticket=ticket, **(fields or {}))
             try:
                 existing = await self.store.create(record)
             except BaseException as exc:
                 self._forget(local, exc)
+                # Unanswered is not undone: the write may have happened (the reply was lost) or still happen (a
+                # shared store refuses a late one itself). Forget this admission's record once the store answers.
+                self._discard_later(key, ticket)
                 raise
             if existing is None:
                 break
-            # A duplicate of a rollout another process admitted (or one this process finished and remembers).
             self._local.pop(key, None)
-            answer = await self._answer_of(existing, wanted=prepare is not None)
+            if existing.owner == self.instance_id and existing.ticket is not None and self._discards.get(key) == existing.ticket:
+                # This process's own admission that was answered "unavailable" although it was written: nothing
+                # runs it, so it is forgotten now and this admission (the controller's retry) takes its place.
+                del self._discards[key]
+                if await self.store.discard(key, existing.ticket):
+                    local.prepared.cancel()
+                    continue
+
+            # A duplicate of a rollout another process admitted (or one this process finished and remembers).
+            answer = await self._answer_of(existing, wanted=prepare is not None and existing.protocol == protocol)
             if answer is _GONE:
                 local.prepared.cancel()
                 continue  # the leader's prepare failed and the key was forgotten: start afresh
@@ -194,14 +220,39 @@ class RolloutEngine:
         except BaseException as exc:
             self._forget(local, exc)
             try:
-                await self.store.delete(key)
-            except Exception:  # the store is down: the record will expire with its owner's heartbeat
-                logger.warning("Rollout %s: could not forget the key after a failed prepare", key)
+                await self.store.discard(key, ticket)
+            except Exception:  # the store is down: forget the key as soon as it answers again
+                logger.warning("Rollout %s: could not forget the key after a failed prepare; retrying in the background", key)
+                self._discard_later(key, ticket)
             raise
         local.task = loop.create_task(self._run(local, run), name=f"rollout:{key}")
         self._running[local.task] = local
         local.prepared.set_result(value)
         return Submission(value=value, created=True, admission=local.admission)
+
+    def _discard_later(self, key: str, ticket: str) -> None:
+        """Forget ``key``'s record of admission ``ticket`` in the background, retrying while the store is
+        unreachable (compare-and-delete: a later admission's record is never touched)."""
+        self._discards[key] = ticket
+        if self._discard_task is None or self._discard_task.done():
+            try:
+                self._discard_task = asyncio.get_running_loop().create_task(self._discard_loop(), name="rollout-discards")
+            except RuntimeError:  # no running loop (cannot happen inside submit)
+                pass
+
+    async def _discard_loop(self) -> None:
+        delay = 0.05
+        while self._discards:
+            for key, ticket in list(self._discards.items()):
+                try:
+                    await self.store.discard(key, ticket)
+                except Exception:
+                    continue
+                if self._discards.get(key) == ticket:
+                    del self._discards[key]
+            if self._discards:
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
 
     def _forget(self, local: _Local, exc: BaseException) -> None:
         if self._local.get(local.admission.key) is local:
@@ -366,6 +417,11 @@ class RolloutEngine:
     def accepting(self) -> bool:
         return not self._closing
 
+    @property
+    def ready(self) -> bool:
+        """Started and not shutting down: what a readiness probe asks of the engine (the store is asked apart)."""
+        return self._started and not self._closing
+
     def get(self, key: str) -> Admission | None:
         """The admission for ``key`` while it is being admitted or runs in this process."""
         local = self._local.get(key)
@@ -407,6 +463,7 @@ class RolloutEngine:
     def start(self) -> None:
         """Start the periodic record cleanup and, with a shared store, the ownership heartbeat (idempotent)."""
         self._closing = False
+        self._started = True
         loop = asyncio.get_running_loop()
         if self._cleanup_task is None or self._cleanup_task.done():
             self._cleanup_task = loop.create_task(self._cleanup_loop(), name="rollout-cleanup")
@@ -433,6 +490,10 @@ class RolloutEngine:
                 self._ownership_task.cancel()
                 await asyncio.gather(self._ownership_task, return_exceptions=True)
                 self._ownership_task = None
+            if self._discard_task is not None:  # what is left expires with this owner's heartbeat (orphan sweep)
+                self._discard_task.cancel()
+                await asyncio.gather(self._discard_task, return_exceptions=True)
+                self._discard_task = None
 
     async def _drain(self, in_flight: dict[asyncio.Task[None], _Local]) -> None:
         if not in_flight:

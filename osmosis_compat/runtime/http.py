@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 
@@ -85,6 +87,11 @@ class _InProcessFirst(httpx.AsyncBaseTransport):
         self._network = network
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/chat/completions"):  # a model call: timed and traced (observability)
+            return await _observed_model_call(request, self._send)
+        return await self._send(request)
+
+    async def _send(self, request: httpx.Request) -> httpx.Response:
         if _in_process:  # empty unless a bridge runs in this process: one truth test on the common path
             origin = _in_process.get((request.url.host, request.url.port))
             if origin is not None and origin.loop is asyncio.get_running_loop():
@@ -93,6 +100,67 @@ class _InProcessFirst(httpx.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self._network.aclose()
+
+
+async def _observed_model_call(
+    request: httpx.Request, send: Callable[[httpx.Request], Awaitable[httpx.Response]]
+) -> httpx.Response:
+    """A model call through the pool: its duration until the reply is read (a stream: until it is closed) goes
+    to ``osmosis_model_call_duration_seconds``, and — with tracing on and no framework span of its own — it gets a
+    ``chat`` span (:mod:`osmosis_compat.observability.tracing`). Both labelled with the rollout the call is for."""
+    from osmosis_compat.observability import context, metrics, tracing
+
+    found = metrics.peek()
+    traced = tracing.chat_span_wanted()
+    if found is None and not traced:
+        return await send(request)
+    scope = context.current()
+    labels = (scope.protocol, scope.agent) if scope is not None else ("", "")
+    started = time.perf_counter()
+    span = tracing.start_span(
+        "chat", {"http.request.method": request.method, "url.full": str(request.url.copy_with(query=None))}
+    ) if traced else None
+    try:
+        response = await send(request)
+    except BaseException as exc:
+        if found is not None:
+            found.child(found.model_calls, *labels, "error").observe(time.perf_counter() - started)
+        if span is not None:
+            span.record_exception(exc)
+            span.end()
+        raise
+    if span is not None:
+        span.set_attribute("http.response.status_code", response.status_code)
+    outcome = "ok" if response.status_code < 400 else "error"
+
+    def done() -> None:
+        if found is not None:
+            found.child(found.model_calls, *labels, outcome).observe(time.perf_counter() - started)
+        if span is not None:
+            span.end()
+
+    response.stream = _ClosingStream(response.stream, done)
+    return response
+
+
+class _ClosingStream(httpx.AsyncByteStream):
+    """A response stream that calls ``done`` once, when it is closed (read to the end or abandoned)."""
+
+    def __init__(self, stream: Any, done: Callable[[], None]) -> None:
+        self._stream = stream
+        self._done: Callable[[], None] | None = done
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._stream:
+            yield chunk
+
+    async def aclose(self) -> None:
+        try:
+            await self._stream.aclose()
+        finally:
+            done, self._done = self._done, None
+            if done is not None:
+                done()
 
 
 _pools: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[ClientSettings, httpx.AsyncClient]]" = (

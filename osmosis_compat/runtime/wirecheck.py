@@ -28,6 +28,7 @@ __all__ = [
     "check_header_value",
     "check_http_url",
     "check_identifier",
+    "check_id_in_url",
     "check_wire_json",
     "resolve_controller_hosts",
 ]
@@ -50,6 +51,26 @@ def check_identifier(value: str, *, label: str) -> str:
     _encodable(value, label)
     if _CONTROL.search(value):
         raise ValueError(f"{label} must not contain control characters")
+    return value
+
+
+MAX_ID_URL_BYTES = 2048
+"""The longest id, percent-encoded as it travels in a URL path (``GET /rollout/{rollout_id}/result``, the 0.3.8
+chat URL ``…/v1/rollouts/{rollout_id}``), that every route carrying it can carry: the request line must fit the
+servers' and proxies' header limits (uvicorn's h11 16 KiB, nginx's default 8 KiB buffers) with the other headers."""
+
+
+def check_id_in_url(value: str, *, label: str) -> str:
+    """``value`` unless, percent-encoded, it is longer than :data:`MAX_ID_URL_BYTES`: such an id would be admitted
+    and then be refused at the HTTP layer of the routes that carry it (its result could never be collected)."""
+    from urllib.parse import quote
+
+    size = len(quote(value, safe=""))
+    if size > MAX_ID_URL_BYTES:
+        raise ValueError(
+            f"{label} is {size} bytes in a URL (percent-encoded); at most {MAX_ID_URL_BYTES} fit every route that "
+            "carries it (GET /rollout/{rollout_id}/result, the chat URL)"
+        )
     return value
 
 

@@ -34,7 +34,7 @@ from osmosis_compat.runtime.wirecheck import resolve_controller_hosts
 
 from .agents import AgentSpec
 from .lifespans import SubAppLifespans
-from .security import callback_auth_notice
+from .security import callback_auth_notice, legacy_guard
 
 __all__ = ["MixedAppError", "MixedRolloutApp", "create_mixed_app", "AgentSpec"]
 
@@ -115,7 +115,7 @@ def create_mixed_app(
             )
             for protocol in agent.protocols
         }
-    app = MixedRolloutApp(by_name, apps, default)
+    app = MixedRolloutApp(by_name, apps, default, api_key=api_key)
     routes = app.callback_routes()
     if api_key is not None and routes and announce_auth:
         logger.warning(callback_auth_notice(routes, keyless_callbacks=keyless_callbacks, allow_list=allow_list))
@@ -128,10 +128,16 @@ class MixedRolloutApp:
     ``agents`` maps names to specs; ``apps[name][protocol]`` is the app serving that agent on that protocol.
     """
 
-    def __init__(self, agents: dict[str, AgentSpec], apps: dict[str, dict[str, Any]], default: str | None) -> None:
+    def __init__(
+        self, agents: dict[str, AgentSpec], apps: dict[str, dict[str, Any]], default: str | None, *, api_key: str | None = None
+    ) -> None:
         self.agents = agents
         self.apps = apps
         self.default = default
+        # /health asks each agent's app in process: with the server's key, as a controller would (a keyed workflow
+        # app answers every route only with it, so without it a healthy agent showed as "unavailable, 401").
+        self._health_headers = [] if api_key is None else [(b"authorization", f"Bearer {api_key}".encode())]
+        self._metrics_guard = legacy_guard(api_key)
         self._lifespans = SubAppLifespans(
             [(f"{name}/{protocol}", app) for name, by_protocol in apps.items() for protocol, app in by_protocol.items()]
         )
@@ -157,6 +163,16 @@ class MixedRolloutApp:
         endpoints["polling"] = f"{prefix}/rollout"
         return endpoints
 
+    def adapted(self, name: str, protocol: str) -> bool:
+        """Whether agent ``name`` answers ``protocol`` (``legacy``, ``workflow`` or ``polling``) through an adapter:
+        the legacy or workflow protocol when it is not the agent's kind; polling when ``/rollout*`` is taken by an
+        adapted workflow app (a legacy loop also exposed on the workflow protocol). A legacy loop alone, or any
+        workflow, answers polling natively."""
+        agent = self.agents[name]
+        if protocol == "polling":
+            return agent.kind == "legacy" and "workflow" in agent.protocols
+        return protocol != agent.kind
+
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
@@ -171,6 +187,9 @@ class MixedRolloutApp:
                 await _json(send, 405, {"detail": "Method Not Allowed"})
                 return
             await _json(send, 200, await self._health())
+            return
+        if path in ("/metrics", "/livez", "/readyz") and scope["method"] in ("GET", "HEAD"):
+            await self._operations(path, scope, receive, send)
             return
         if path in ("/docs", "/openapi.json") and scope["method"] in ("GET", "HEAD"):
             from .mixed_docs import serve_docs  # one OpenAPI document for all agents (FastAPI docs per sub-app)
@@ -246,6 +265,27 @@ class MixedRolloutApp:
                     await send({"type": "lifespan.shutdown.complete"})
                     return
 
+    def engines(self) -> list[Any]:
+        """The engines of every (agent, protocol) app."""
+        return [engine for by_protocol in self.apps.values() for app in by_protocol.values()
+                for engine in getattr(app.state, "rollout_engines", ())]
+
+    async def _operations(self, path: str, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """``/metrics`` (behind the key), ``/livez``, ``/readyz`` for the whole server (:mod:`.operations`)."""
+        from starlette.requests import Request
+
+        from .operations import metrics_response, readiness
+
+        if path == "/livez":
+            await _json(send, 200, {"status": "alive"})
+            return
+        if path == "/readyz":
+            reasons = await readiness(self.engines())
+            await _json(send, 503 if reasons else 200, {"status": "not ready", "reasons": reasons} if reasons else {"status": "ready"})
+            return
+        response = self._metrics_guard(Request(scope)) or metrics_response()
+        await response(scope, receive, send)
+
     async def _health(self) -> dict[str, Any]:
         agents: dict[str, Any] = {}
         for name, agent in self.agents.items():
@@ -254,7 +294,7 @@ class MixedRolloutApp:
                 "kind": agent.kind,
                 "protocols": list(agent.protocols),
                 "endpoints": self.endpoints(name),
-                "health": await _get_json(native_app, "/health"),
+                "health": await _get_json(native_app, "/health", self._health_headers),
             }
         body: dict[str, Any] = {"status": "healthy", "default_agent": self.default, "agents": agents}
         if self.default is not None:
@@ -294,8 +334,8 @@ async def _json(send: Any, status: int, body: Any) -> None:
     await send({"type": "http.response.body", "body": payload})
 
 
-async def _get_json(app: Any, path: str) -> Any:
-    """``GET path`` on an ASGI app in-process; its JSON body (or an error note)."""
+async def _get_json(app: Any, path: str, headers: list[tuple[bytes, bytes]] | None = None) -> Any:
+    """``GET path`` on an ASGI app in-process (with ``headers``); its JSON body (or an error note)."""
     scope = {
         "type": "http",
         "asgi": {"version": "3.0"},
@@ -306,7 +346,7 @@ async def _get_json(app: Any, path: str) -> Any:
         "raw_path": path.encode(),
         "root_path": "",
         "query_string": b"",
-        "headers": [],
+        "headers": list(headers or []),
         "client": ("127.0.0.1", 0),
         "server": ("127.0.0.1", 0),
     }

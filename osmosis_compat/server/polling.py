@@ -1,4 +1,4 @@
-"""The 0.3.8 polling protocol (spec/polling-protocol.md) as one more router over the rollout engine.
+"""The 0.3.8 polling protocol (spec/polling-protocol.md): :class:`PollingProtocol`, one peer of :mod:`.protocol`.
 
 Admission, idempotency, concurrency and drain are the engine's; this module only adds what polling is about —
 the outcome is *held* in the engine's store until the controller pulls it:
@@ -34,9 +34,11 @@ from typing import Any, Protocol
 from fastapi import APIRouter, Header, Request
 from fastapi.responses import JSONResponse
 
-from osmosis_compat.runtime.engine import Admission, EngineClosedError, EngineFullError, RolloutEngine
+from osmosis_compat.observability import metrics, tracing
+from osmosis_compat.runtime.engine import Admission, RolloutEngine
 from osmosis_compat.runtime.jsonwire import NotJSONError, dumps
 from osmosis_compat.runtime.store import RolloutRecord, Snapshot, StoreUnavailableError
+from osmosis_compat.runtime.wirecheck import HostAllowList
 from osmosis_compat.workflow.types.protocol import (
     POLLING_LEASE_HEADER,
     CancelRolloutsRequest,
@@ -50,13 +52,20 @@ from osmosis_compat.workflow.types.sample import (
     RolloutStatus,
 )
 
+from osmosis_compat.observability.ownership import RolloutOwnership
+
+from .protocol import STORE_UNAVAILABLE_DETAIL, AdmissionRefused, Guard, RolloutProtocol, queue_full
+from .security import bearer_guard
+
 __all__ = [
     "DEFAULT_POLLING_LEASE_TIMEOUT_SEC",
     "DEFAULT_RESULT_RETENTION_SEC",
     "DEFAULT_RESULT_WAIT_TIMEOUT_SEC",
     "PollingExecutor",
+    "PollingProtocol",
     "PollingRollouts",
     "PollingSettings",
+    "bearer_guard",
     "StatusSetter",
     "process_identity",
     "to_result_response",
@@ -67,7 +76,6 @@ logger = logging.getLogger("osmosis_ai.rollout.server.app")
 DEFAULT_RESULT_WAIT_TIMEOUT_SEC = 30.0
 DEFAULT_POLLING_LEASE_TIMEOUT_SEC = 120.0
 DEFAULT_RESULT_RETENTION_SEC = 900.0
-RETRY_AFTER_SECONDS = "5"
 
 SHUTDOWN_MESSAGE = "rollout server shut down before the rollout finished"
 LOST_MESSAGE = "server instance lost"
@@ -212,8 +220,12 @@ def to_result_response(rollout_id: str, result: ExecutionResult) -> dict[str, An
     )
 
 
-class PollingRollouts:
-    """The polling protocol of one app over ``engine`` (see the module docstring)."""
+class PollingProtocol(RolloutProtocol):
+    """The polling protocol of one app over ``engine`` (see the module docstring). ``guard`` checks every polling
+    route (:func:`~.security.bearer_guard`)."""
+
+    name = PROTOCOL
+    shutting_down_detail = "rollout server is shutting down"
 
     def __init__(
         self,
@@ -222,24 +234,34 @@ class PollingRollouts:
         settings: PollingSettings | None = None,
         *,
         identity: ProcessIdentity | None = None,
+        allow_list: HostAllowList | None = None,
+        guard: Guard | None = None,
+        agent: str = "",
     ) -> None:
-        self.engine = engine
+        super().__init__(engine, agent=agent, allow_list=allow_list)
+        self.guard = guard
         self.store = engine.store
         self.executor = executor
         self.settings = settings or PollingSettings()
         self.identity = identity or process_identity()
         self._lease_timers: dict[str, asyncio.TimerHandle] = {}
         self._lease_checks: set[asyncio.Task[None]] = set()
+        # 0.3.8's OTLP "rollout.ownership" records (only with OSMOSIS_ROLLOUT_OTLP_ENDPOINT set).
+        self.ownership = RolloutOwnership()
+        self.ownership.start()
         engine.on_orphan(PROTOCOL, lambda key: (lost_failure(key), self.settings.result_retention_sec))
 
     # -- admission -------------------------------------------------------------------------------------------
 
-    async def admit(self, request: RolloutInitRequest) -> JSONResponse:
-        """``POST /rollout`` for a 0.3.8 body."""
+    async def admit_request(self, request: RolloutInitRequest) -> JSONResponse:
+        """``POST /rollout`` for a 0.3.8 body, after auth."""
+        rejected = self.url_rejection({"chat_completions_url": request.chat_completions_url})
+        if rejected is not None:
+            return rejected
         if not self.engine.accepting:
-            return JSONResponse({"detail": "rollout server is shutting down"}, status_code=503)
+            return JSONResponse({"detail": self.shutting_down_detail}, status_code=503)
         if not self.executor.has_capacity():
-            return _queue_full()
+            return queue_full()
         token = secrets.token_urlsafe(32)
         deadline = time.time() + self.settings.polling_lease_timeout_sec
         rollout_id = request.rollout_id
@@ -247,22 +269,17 @@ class PollingRollouts:
         # store write less per rollout; the admission answer still says "queued", as 0.3.8's always does).
         status = RolloutStatus.RUNNING.value if self.engine.limiter.max_concurrent is None else RolloutStatus.QUEUED.value
         try:
-            submission = await self.engine.submit(
+            submission = await self.admit(
                 rollout_id,
                 run=lambda admission: self._run(request, admission),
-                protocol=PROTOCOL,
                 fields={"lease_digest": _digest(token), "lease_deadline": deadline, "status": status},
             )
-        except EngineClosedError:
-            return JSONResponse({"detail": "rollout server is shutting down"}, status_code=503)
-        except EngineFullError:
-            return _queue_full()
-        except StoreUnavailableError as exc:
-            logger.error("Rollout %s not admitted: the rollout store is unavailable: %s", rollout_id, exc)
-            return JSONResponse({"detail": "rollout store unavailable; retry later"}, status_code=503)
+        except AdmissionRefused as refused:
+            return refused.response
         if not submission.created:
             return JSONResponse({"detail": "rollout_id is already registered"}, status_code=409)
         self._watch_lease(rollout_id, deadline)
+        self.ownership.admitted(rollout_id, request.metadata)
         return JSONResponse(
             {
                 "rollout_id": rollout_id,
@@ -278,6 +295,7 @@ class PollingRollouts:
         rollout_id = request.rollout_id
 
         async def set_status(status: str) -> None:
+            self.ownership.status(rollout_id, str(status))
             try:
                 await self.store.update(rollout_id, status=str(status))
             except StoreUnavailableError as exc:  # a status is advisory; the final result is retried (_finish)
@@ -286,6 +304,8 @@ class PollingRollouts:
         try:
             if self.engine.limiter.max_concurrent is not None:  # it waited for a slot: now it runs
                 await set_status(RolloutStatus.RUNNING.value)
+            else:  # stored as running at admission already; the ownership record of the start is still due
+                self.ownership.status(rollout_id, RolloutStatus.RUNNING.value)
             queued = (admission.started_at or admission.admitted_at) - admission.admitted_at
             result = await self.executor.execute(request, set_status, queued)
             payload = to_result_response(rollout_id, result)
@@ -300,6 +320,7 @@ class PollingRollouts:
                 rollout_id, "failure", err_message=str(exc) or "Internal server error",
                 err_category=RolloutErrorCategory.INTERNAL_ERROR.value,
             )
+        admission.context["outcome"] = payload["status"]
         await self._finish(rollout_id, payload)
         admission.settled = True
         logger.info("Rollout %s finished with status %s", rollout_id, payload["status"])
@@ -330,6 +351,7 @@ class PollingRollouts:
             timer = self._lease_timers.pop(rollout_id, None)
             if timer is not None:
                 timer.cancel()
+            self.ownership.status(rollout_id, payload["status"], final=True)
         return done
 
     # -- leases ----------------------------------------------------------------------------------------------
@@ -363,13 +385,31 @@ class PollingRollouts:
         if await self.store.finish(
             rollout_id, "failure", result=lease_failure(rollout_id), retention=self.settings.result_retention_sec
         ):
+            self.ownership.status(rollout_id, "failure", final=True)
             logger.warning("Rollout %s: polling lease expired; cancelling it", rollout_id)
+            found = metrics.peek()
+            if found is not None:
+                found.child(found.lease_expiries, self.agent).inc()
             await self.engine.cancel(rollout_id)
 
     # -- result ----------------------------------------------------------------------------------------------
 
     async def result(self, rollout_id: str, lease_token: str) -> JSONResponse:
         """``GET /rollout/{rollout_id}/result``: see the module docstring."""
+        admission = self.engine.get(rollout_id)
+        parent = admission.context.get("span_context") if admission is not None else None
+        found = metrics.peek()
+        waiting = found.child(found.long_polls, self.agent) if found is not None else None
+        if waiting is not None:
+            waiting.inc()
+        try:
+            with tracing.span("poll", {"osmosis.rollout_id": rollout_id, "osmosis.protocol": self.name}, parent=parent):
+                return await self._result(rollout_id, lease_token)
+        finally:
+            if waiting is not None:
+                waiting.dec()
+
+    async def _result(self, rollout_id: str, lease_token: str) -> JSONResponse:
         async with self.store.watch(rollout_id) as changes:  # before the read: no change slips in between
             now = time.time()
             check = await self.store.renew_lease(
@@ -410,11 +450,19 @@ class PollingRollouts:
                     dispositions[key] = "not_found"
                 continue  # prefix/all select polling rollouts only
             disposition = "cancelled_queued" if record.status == RolloutStatus.QUEUED.value else "cancelled_running"
-            if record.finished or not await self._finish(key, cancelled_result(key)):
+            # One attempt: while the store is unreachable the whole cancel answers 503 (the controller retries it),
+            # and a write Redis would run late is refused there (its deadline), so nothing is left half-cancelled.
+            if record.finished or not await self._finish_once(key, cancelled_result(key)):
                 dispositions[key] = "not_found"
+                if record.status == RolloutStatus.CANCELLED.value:
+                    # Cancelled, but perhaps by a cancel whose answer was lost before it stopped the run: stop it.
+                    await self.engine.cancel(key)
                 continue
             dispositions[key] = disposition
             await self.engine.cancel(key)
+            found = metrics.peek()
+            if found is not None:
+                found.child(found.cancels, self.agent).inc()
         cancelled = sum(1 for d in dispositions.values() if d.startswith("cancelled"))
         logger.info("Cancelled %d rollout(s)", cancelled)
         return JSONResponse({"dispositions": dispositions})
@@ -438,15 +486,15 @@ class PollingRollouts:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if self.ownership.enabled:
+            await asyncio.to_thread(self.ownership.close)  # a blocking flush: off the event loop
 
     # -- routes ----------------------------------------------------------------------------------------------
 
-    def add_result_routes(
-        self, router: APIRouter | Any, guard: Callable[[Request], JSONResponse | None] | None = None
-    ) -> None:
+    def add_routes(self, router: APIRouter | Any) -> None:
         """Add ``GET /rollout/{rollout_id}/result`` and ``POST /rollout/cancel`` to ``router`` (an app or router).
-        ``POST /rollout`` is the app's own, since the 0.2.x protocol shares it. ``guard`` (e.g.
-        :func:`bearer_guard`) answers instead of the route when it returns a response."""
+        ``POST /rollout`` is :func:`~.protocol.add_rollout_entry`'s, since the 0.2.x protocol shares it."""
+        guard = self.guard
 
         async def rollout_result(
             raw: Request, rollout_id: str, lease_token: str = Header(alias=POLLING_LEASE_HEADER, min_length=1)
@@ -470,13 +518,17 @@ class PollingRollouts:
         )
 
 
+#: The name this class had before the three protocols became peers.
+PollingRollouts = PollingProtocol
+
+
 async def _or_unavailable(answer: Awaitable[JSONResponse]) -> JSONResponse:
     """503 while the rollout store is unreachable (RolloutClient retries result reads on 503)."""
     try:
         return await answer
     except StoreUnavailableError as exc:
         logger.warning("Answering 503: the rollout store is unavailable: %s", exc)
-        return JSONResponse({"detail": "rollout store unavailable; retry later"}, status_code=503)
+        return JSONResponse({"detail": STORE_UNAVAILABLE_DETAIL}, status_code=503)
 
 
 def _lease_expired(record: RolloutRecord, now: float | None = None) -> bool:
@@ -490,22 +542,3 @@ def _held(record: RolloutRecord | Snapshot | None) -> JSONResponse:
     return JSONResponse(record.result)
 
 
-def _queue_full() -> JSONResponse:
-    return JSONResponse(
-        {"detail": "rollout queue is full; retry later"}, status_code=429, headers={"Retry-After": RETRY_AFTER_SECONDS}
-    )
-
-
-def bearer_guard(api_key: str | None) -> Callable[[Request], JSONResponse | None]:
-    """0.3.8's optional server auth: with ``api_key``, a request without exactly ``Bearer <api_key>`` gets 401
-    ``{"detail": "unauthorized"}``."""
-    expected = None if api_key is None else ("Bearer " + api_key).encode()
-
-    def check(request: Request) -> JSONResponse | None:
-        if expected is None:
-            return None
-        if not secrets.compare_digest(request.headers.get("authorization", "").encode(), expected):
-            return JSONResponse({"detail": "unauthorized"}, status_code=401)
-        return None
-
-    return check

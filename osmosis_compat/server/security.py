@@ -5,6 +5,9 @@
   ``completion_callback_url``) without the key, deliberately. The default keeps "no route that starts a rollout is
   reachable without the key".
 - :func:`non_loopback_warning` — serving on an interface other hosts can reach, without a key.
+- :func:`bearer_guard` / :func:`legacy_guard` — the inbound key checks: 0.3.8's exact ``Bearer <key>`` (401
+  ``{"detail": "unauthorized"}``) for ``/rollout*``, the legacy server's lenient one (401 ``{"detail": "Invalid or
+  missing API key"}``) for ``/v1/rollout/init`` and ``/platform/health``.
 - :func:`controller_url_rejection` — the opt-in controller-host allow-list
   (:class:`~osmosis_compat.runtime.wirecheck.HostAllowList`) applied to every URL a controller supplies.
 """
@@ -12,16 +15,21 @@
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping, Sequence
+import secrets
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from fastapi import Request
 from fastapi.responses import JSONResponse
 
+from osmosis_compat.runtime.auth import extract_bearer_token, keys_match
 from osmosis_compat.runtime.wirecheck import CONTROLLER_HOSTS_ENV, HostAllowList
 from osmosis_compat.server.errors import validation_error, validation_error_response
 
 __all__ = [
     "KEYLESS_CALLBACKS_FLAG",
+    "bearer_guard",
+    "legacy_guard",
     "callback_auth_notice",
     "controller_url_rejection",
     "is_loopback",
@@ -97,3 +105,35 @@ def controller_url_rejection(allow_list: HostAllowList | None, urls: Mapping[str
         except ValueError as exc:
             errors.append(validation_error(["body", field], str(exc), url))
     return validation_error_response(errors) if errors else None
+
+
+def bearer_guard(api_key: str | None) -> Callable[[Request], JSONResponse | None]:
+    """0.3.8's optional server auth: with ``api_key``, a request without exactly ``Bearer <api_key>`` gets 401
+    ``{"detail": "unauthorized"}``."""
+    expected = None if api_key is None else ("Bearer " + api_key).encode()
+
+    def check(request: Request) -> JSONResponse | None:
+        if expected is None:
+            return None
+        if not secrets.compare_digest(request.headers.get("authorization", "").encode(), expected):
+            return JSONResponse({"detail": "unauthorized"}, status_code=401)
+        return None
+
+    return check
+
+
+LEGACY_UNAUTHORIZED = {"detail": "Invalid or missing API key"}
+
+
+def legacy_guard(api_key: str | None) -> Callable[[Request], JSONResponse | None]:
+    """The legacy server's key check: with ``api_key``, the ``Authorization`` token (``Bearer <key>`` or the bare
+    key, spec §1.2) must match, else 401 ``{"detail": "Invalid or missing API key"}``."""
+
+    def check(request: Request) -> JSONResponse | None:
+        if api_key is None:
+            return None
+        if not keys_match(extract_bearer_token(request.headers.get("authorization")), api_key):
+            return JSONResponse(status_code=401, content=LEGACY_UNAUTHORIZED)
+        return None
+
+    return check

@@ -114,9 +114,9 @@ OSMOSIS_AI_NAMES = (
 )
 
 _OUT_OF_SCOPE_EVAL = (
-    "{name}: `osmosis test` / `osmosis eval` provider modes (LiteLLM against hosted models) are not part of "
-    "osmosis-compat. Run agents locally with `osmosis-compat eval` (built-in deterministic policy or any "
-    "OpenAI-compatible endpoint via --base-url)."
+    "{name}: upstream's internal test-mode classes (LocalTestRunner, ExternalLLMClient, ...) are not part of "
+    "osmosis-compat. The commands are: `osmosis test` / `osmosis eval` (LiteLLM models, --base-url, eval "
+    "functions) and `osmosis-compat eval`."
 )
 
 _TABLE: dict[str, Entry] = {
@@ -172,6 +172,7 @@ _TABLE: dict[str, Entry] = {
     "osmosis_ai.rollout.eval": Entry(is_package=True, unavailable=_OUT_OF_SCOPE_EVAL.format(name="osmosis_ai.rollout.eval")),
     "osmosis_ai.rollout.test_mode": Entry(unavailable=_OUT_OF_SCOPE_EVAL.format(name="osmosis_ai.rollout.test_mode")),
     "osmosis_ai.rubric_eval": Entry(target=f"{LEGACY}.rubric"),
+    "osmosis_ai.rubric_types": Entry(target=f"{LEGACY}.rubric"),
     "osmosis_ai.utils": Entry(target=f"{LEGACY}.rewards"),
     # workflow modules
     "osmosis_ai.rollout.agent_workflow": Entry(target=f"{WORKFLOW}.agent_workflow"),

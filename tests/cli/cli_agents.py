@@ -55,3 +55,31 @@ class SleepyLoop(RaisingLoop):
 
 bad_tools_loop = BadToolsLoop()
 sleepy_loop = SleepyLoop()
+
+
+class PrintingLoop(RaisingLoop):
+    """Prints while it runs (its own debugging output), then answers with one model call."""
+
+    name = "printing"
+
+    async def run(self, ctx: RolloutContext) -> RolloutResult:
+        print("AGENT SAYS: starting", ctx.request.rollout_id)
+        result = await ctx.chat(list(ctx.request.messages))
+        print("AGENT SAYS: done")
+        return ctx.complete([*ctx.request.messages, result.message], reward=1.0)
+
+
+class SlowLoop(RaisingLoop):
+    """Takes 1.5 s before answering."""
+
+    name = "slow"
+
+    async def run(self, ctx: RolloutContext) -> RolloutResult:
+        import asyncio
+
+        await asyncio.sleep(1.5)
+        return ctx.complete(list(ctx.request.messages), reward=1.0)
+
+
+printing_loop = PrintingLoop()
+slow_loop = SlowLoop()

@@ -50,7 +50,7 @@ def test_bad_rows_get_per_row_errors_and_the_output_file_has_every_row(
     assert rows[0]["reward"] == 1.0 and rows[0]["passed"] and rows[0]["final_message"] == "The answer is 42."
     assert rows[0]["messages"][2]["tool_calls"][0]["function"]["name"] == "add"
     assert rows[1]["category"] == "invalid_row" and "not valid JSON" in rows[1]["error"]
-    assert "'ground_truth' must be a string, got null" in rows[2]["error"]
+    assert "'ground_truth' is null" in rows[2]["error"]
     assert rows[3]["reward"] == 0.0 and not rows[3]["passed"]  # ran fine, wrong ground truth: not a failure
     assert main(["eval", "-m", CALCULATOR, "-d", str(dataset), "-q", "--strict"]) == 1
 

@@ -48,10 +48,13 @@ def undefined_names(text: str) -> set[str]:
 
 
 def user_comments(text: str) -> Counter:
-    """The comments of ``text`` (stripped), without the ones the migration writes."""
+    """The comments of ``text`` (stripped), without the ones the migration writes (TODO markers: all their lines)."""
+    from codemods.markers import find_markers
+
+    marker_lines = {m.line + k for m in find_markers(text) for k in range(m.lines)}
     out: Counter = Counter()
     for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-        if tok.type == tokenize.COMMENT:
+        if tok.type == tokenize.COMMENT and tok.start[0] not in marker_lines:
             c = tok.string.strip()
             if not c.startswith(GENERATED_COMMENTS):
                 out[c] += 1

@@ -130,7 +130,7 @@ def test_report_json(tree, capsys):
     code, _, _ = run(capsys, "--check", "--report", "out.json", ".")
     assert code == EXIT_FAILED
     report = json.loads((tree / "out.json").read_text())
-    assert report["schema"] == "osmosis-migrate-report" and report["version"] == 1
+    assert report["schema"] == "osmosis-migrate-report" and report["version"] == 2
     assert report["mode"] == "check" and report["strategy"] == "auto"
     assert report["summary"]["scanned"] == 4 and report["summary"]["failed"] == 1
     files = {Path(f["path"]).name: f for f in report["files"]}
@@ -151,12 +151,12 @@ def test_rules_command(capsys):
 
 def test_todo_command(tree, capsys):
     code, out, err = run(capsys, "todo")
-    assert code == EXIT_OK and "0 open TODO markers" in err
+    assert code == EXIT_OK and "0 TODO markers open in 0 files" in err
     run(capsys, ".")
     code, out, err = run(capsys, "todo", "pkg")
     assert code == EXIT_CHANGES
     assert "pkg/strands_agent.py:" in out and " OM195 no Grader in this module" in out
-    assert "2 open TODO markers" in err  # a grader TODO per migrated module
+    assert "2 TODO markers open in 2 files" in err  # a grader TODO per migrated module
 
 
 def test_opt_out_comment(tree, capsys):
@@ -263,7 +263,7 @@ def test_target_is_read_from_the_declared_requirement_and_reported(tree, capsys)
     assert "target: osmosis-ai 0.3 (default: no osmosis-ai requirement declared)" in err
     (tree / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["osmosis-ai[server]>=0.3.2"]\n')
     code, out, err = run(capsys, "--diff", "--report", "r.json", "pkg/loop.py")
-    assert "target: osmosis-ai 0.3 (" in err and "osmosis-ai>=0.3.2" in err
+    assert "target: osmosis-ai 0.3 (pyproject.toml:3 ([project] dependencies): osmosis-ai[server]>=0.3.2" in err
     assert "+        ctx.set_reward(reward)" in out
     assert json.loads((tree / "r.json").read_text())["target"]["version"] == "0.3"
     code, out, err = run(capsys, "--diff", "--target", "0.2", "pkg/loop.py")
@@ -291,3 +291,106 @@ def test_summary_lines_are_those_of_the_written_file(tree, capsys):
             assert "class CalculatorAgentConfig(AgentWorkflowConfig):" in block
         if edit["code"] == "OM303":
             assert "create_rollout_server" in written2[edit["line"] - 1] or "LocalBackend" in written2[edit["line"] - 1]
+
+
+# ------------------------------------------------------------------------------- counts and output formats (issue 20)
+
+
+def _listed(text: str) -> list[str]:
+    """The ``path:line: CODE reason`` lines of a summary or of ``todo`` (paths normalised)."""
+    return sorted(l.strip().replace("./", "") for l in text.splitlines() if l.strip().startswith(("pkg/", "./pkg/")))
+
+
+def test_counts_agree_between_a_rerun_its_report_and_todo(tree, capsys):
+    # before: the re-run said "3 TODOs left" (what the rules reported again) while `todo` listed 4 markers
+    code, _, err = run(capsys, ".")
+    assert "2 TODO markers open (2 added by this run)" in err.splitlines()[0]
+    code, _, err = run(capsys, "--report", "r.json", ".")
+    assert err.splitlines()[0].endswith("; 2 TODO markers open (0 added by this run)")
+    report = json.loads((tree / "r.json").read_text())
+    assert report["summary"]["todos"] == 2 and report["summary"]["todos_added"] == 0
+    in_report = sorted(f"{f['path']}:{t['line']}: {t['code']} {t['reason']}".replace("./", "")
+                       for f in report["files"] for t in f["todos"])
+    code, out, todo_err = run(capsys, "todo", ".")
+    assert "2 TODO markers open in 2 files" in todo_err
+    assert _listed(out) == _listed(err) == in_report  # the same markers, lines and reasons everywhere
+    assert all(not t["new"] for f in report["files"] for t in f["todos"])
+
+
+def test_a_refusal_says_would_change_then_nothing_written(repo, capsys):
+    # before: "1 changed" in the summary, then "nothing written"
+    (repo / "pkg" / "strands_agent.py").write_text(STRANDS + "\n# local edit\n")
+    code, _, err = run(capsys, ".")
+    head = err.splitlines()
+    assert code == EXIT_USAGE
+    summary = next(l for l in head if l.startswith("osmosis-migrate: 3 files scanned"))
+    assert "2 would change" in summary and " changed" not in summary.replace("would change", "")
+    assert head[-1] == ("osmosis-migrate: nothing written: 1 of the 2 file(s) that would change has uncommitted "
+                        "changes (commit or stash them, or pass --allow-dirty)")
+
+
+def test_output_format_github(tree, capsys):
+    (tree / "broken.py").write_text("import strands\ndef f(:\n")
+    code, out, err = run(capsys, "--check", "--output-format", "github", ".")
+    assert code == EXIT_FAILED and "files scanned" in err  # the summary stays on stderr
+    lines = out.splitlines()
+    assert all(l.startswith(("::warning ", "::error ")) for l in lines)
+    assert "::error file=broken.py,title=osmosis-migrate failed::does not parse: invalid syntax (line 2)" in lines
+    # nothing was written: a marker that would be added points at the input line it would be added above
+    solve = STRANDS.splitlines().index('def solve(question: str) -> str:') + 1
+    assert any(l.startswith(f"::warning file=pkg/strands_agent.py,line={solve},") and ",title=OM195::no Grader" in l
+               for l in lines), lines
+    assert any(l.startswith("::error file=pkg/strands_agent.py,line=") and "would change: 8 edit(s)" in l for l in lines)
+    run(capsys, ".")
+    code, out, _ = run(capsys, "--output-format", "github", ".")
+    written = (tree / "pkg" / "strands_agent.py").read_text().splitlines()
+    [warning] = [l for l in out.splitlines() if "OM195" in l]
+    line = int(warning.split(",line=")[1].split(",")[0])
+    end = int(warning.split(",endLine=")[1].split(",")[0])
+    assert written[line - 1].startswith("# TODO(osmosis-migrate OM195)") and written[end - 1].startswith("#   ")
+    assert written[end].startswith("class ")
+
+
+def test_github_annotations_escape_their_values():
+    from codemods.output import annotation
+
+    assert annotation("warning", "50% done\nnext", file="a,b:c.py", line=3, title="OM1") == \
+        "::warning file=a%2Cb%3Ac.py,line=3,title=OM1::50%25 done%0Anext"
+
+
+def test_output_format_json_is_the_report_on_stdout(tree, capsys):
+    code, out, err = run(capsys, "--diff", "--output-format", "json", "--report", "r.json", ".")
+    assert code == EXIT_CHANGES and err == ""
+    doc = json.loads(out)
+    assert doc == json.loads((tree / "r.json").read_text())
+    assert doc["schema"] == "osmosis-migrate-report" and doc["version"] == 2 and doc["mode"] == "diff"
+    by_name = {Path(f["path"]).name: f for f in doc["files"]}
+    assert by_name["strands_agent.py"]["diff"].startswith("--- a/")  # --diff: the diff is in the document
+    assert doc["summary"]["todos"] == sum(len(f["todos"]) for f in doc["files"]) == 2
+
+
+def test_pre_commit_hooks_run_as_pre_commit_runs_them(tree):
+    import shlex
+
+    import yaml
+
+    hooks = {h["id"]: h for h in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())}
+    assert set(hooks) == {"osmosis-migrate", "osmosis-migrate-todo"}
+    for h in hooks.values():  # pre-commit's manifest: required keys, and a python hook on python files
+        assert {"id", "name", "entry", "language"} <= set(h) and h["language"] == "python" and h["types"] == ["python"]
+    check, todo = hooks["osmosis-migrate"], hooks["osmosis-migrate-todo"]
+    assert "--check" in check["entry"] and check["pass_filenames"] is False
+    assert todo["entry"].split()[1] == "todo" and todo.get("pass_filenames", True)
+    exe = str(Path(sys.executable).with_name("osmosis-migrate"))
+
+    def hook(h, files=()):
+        argv = [exe, *shlex.split(h["entry"])[1:], *h.get("args", []), *(files if h.get("pass_filenames", True) else ())]
+        return subprocess.run(argv, cwd=tree, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+
+    staged = ["pkg/strands_agent.py", "pkg/plain.py"]
+    assert hook(check).returncode == EXIT_CHANGES
+    assert hook(todo, staged).returncode == EXIT_OK
+    assert main(["."]) == EXIT_OK
+    assert hook(check).returncode == EXIT_OK
+    proc = hook(todo, staged)
+    assert proc.returncode == EXIT_CHANGES and "pkg/strands_agent.py:" in proc.stdout and " OM195 " in proc.stdout

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from codemods.driver import migrate_source
+from codemods.markers import find_markers
 from osmosis_compat.testing import FakeWorkflowController, serve_app
 from osmosis_compat.workflow.messages import last_assistant_text
 
@@ -90,11 +91,12 @@ def _load(text: str, tmp_path: Path, stem: str):
 def complete_migration(migrated: str, example: Example) -> str:
     """Follow the TODO the migration left: its marker goes, a grader and the serving lines come (the ``__main__``
     block the migration wrote — it serves the workflow with uvicorn — stays: importing the module does not run it)."""
-    marker = f"# TODO(osmosis-migrate {example.todo_code}): no Grader in this module"
+    [marker] = [m for m in find_markers(migrated) if m.code == example.todo_code]
+    assert marker.reason.startswith("no Grader in this module")
     lines = migrated.splitlines(keepends=True)
-    at = next(i for i, line in enumerate(lines) if line.startswith(marker))
-    assert lines[at + 1].startswith(f"class {example.workflow}(AgentWorkflow):")
-    return "".join(lines[:at] + lines[at + 1:]).rstrip() + "\n" + COMPLETION.format(workflow=example.workflow)
+    at, end = marker.line - 1, marker.line - 1 + marker.lines  # the marker's lines (wrapped at the line length)
+    assert lines[end].startswith(f"class {example.workflow}(AgentWorkflow):")
+    return "".join(lines[:at] + lines[end:]).rstrip() + "\n" + COMPLETION.format(workflow=example.workflow)
 
 
 @pytest.fixture
@@ -176,7 +178,8 @@ def test_migration_of_plain_example_is_as_documented(example: Example):
     assert text.splitlines()[todo.line - 1] == "async def solve(prompt: str) -> str:"
     new_lines = result.new_text.splitlines()
     at = new_lines.index(f"class {example.workflow}(AgentWorkflow):")
-    assert new_lines[at - 1] == f"# TODO(osmosis-migrate {example.todo_code}): {todo.reason}"
+    [marker] = find_markers(result.new_text)
+    assert marker.line + marker.lines == at + 1 and marker.text == f"# TODO(osmosis-migrate {example.todo_code}): {todo.reason}"
     # the `__main__` block no longer calls `solve` (gone): it serves the workflow, as upstream's scaffolds do
     guard = result.new_text[result.new_text.index('if __name__ == "__main__":'):]
     assert "solve(" not in guard and f"LocalBackend(workflow={example.workflow})" in guard

@@ -38,8 +38,9 @@ def test_jsonl_rows_bad_lines_and_types_are_per_row_errors(tmp_path: Path) -> No
     errors = {i.index: i.message for i in items if isinstance(i, RowError)}
     assert "line 3: not valid JSON" in errors[1]
     assert "must be a JSON object, got array" in errors[2]
-    assert errors[3] == "missing column 'ground_truth'"
-    assert "'system_prompt' is empty" in errors[4] and "'user_prompt' must be a string, got array" in errors[4]
+    assert errors[3] == "missing column 'ground_truth' (or 'label')"
+    # 0.3.8's contract: an empty system_prompt is simply absent (optional); a non-text prompt is an error.
+    assert errors[4] == "'user_prompt' must be a string, got array"
     assert errors[5] == "'metadata' must be a JSON object, got number"
     row = items[6]
     assert isinstance(row, DatasetRow)
@@ -84,9 +85,35 @@ def test_offset_and_limit_keep_absolute_row_indexes(tmp_path: Path) -> None:
 def test_unreadable_datasets_raise(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match="no such file"):
         read_dataset(tmp_path / "missing.jsonl")
-    with pytest.raises(DatasetError, match="unsupported dataset format '.parquet'"):
-        read_dataset(write(tmp_path, "d.parquet", ""))
+    with pytest.raises(DatasetError, match="unsupported dataset format '.xlsx'"):
+        read_dataset(write(tmp_path, "d.xlsx", ""))
+    with pytest.raises(DatasetError, match="not a readable Parquet file"):
+        read_dataset(write(tmp_path, "d.parquet", "not parquet"))
     bad = tmp_path / "latin1.jsonl"
     bad.write_bytes(b'{"user_prompt": "caf\xe9"}')
     with pytest.raises(DatasetError, match="not UTF-8"):
         read_dataset(bad)
+
+
+def test_0_3_8_contract_label_alias_metadata_mode_and_parquet(tmp_path: Path) -> None:
+    """osmosis-ai 0.3.8's dataset contract: label for ground_truth, optional system prompt, metadata mode."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+
+    prompt_mode = [{"user_prompt": "What is 2 + 2?", "label": "4"}, {"user_prompt": "u", "ground_truth": 7}]
+    items = read_dataset(write(tmp_path, "p.jsonl", "\n".join(json.dumps(r) for r in prompt_mode)))
+    assert [(i.system_prompt, i.user_prompt, i.ground_truth) for i in items] == [
+        (None, "What is 2 + 2?", "4"), (None, "u", "7")]
+    assert items[0].messages() == [{"role": "user", "content": "What is 2 + 2?"}]
+    metadata_mode = [{"metadata": {"task": "t1"}}, {"metadata": {}, "user_prompt": ""}, {"metadata": {"task": "t3"},
+                                                                                         "user_prompt": "go"}]
+    items = read_dataset(write(tmp_path, "m.jsonl", "\n".join(json.dumps(r) for r in metadata_mode)))
+    assert isinstance(items[0], DatasetRow) and items[0].metadata == {"task": "t1"} and items[0].messages() == []
+    assert isinstance(items[1], RowError) and "no prompt and no metadata" in items[1].message
+    assert items[2].ground_truth is None and items[2].messages() == [{"role": "user", "content": "go"}]
+    table = pa.table({"user_prompt": ["What is 1 + 1?", "x"], "label": ["2", "y"],
+                      "metadata": ['{"k": 1}', None]})
+    path = tmp_path / "d.parquet"
+    pq.write_table(table, path)
+    items = read_dataset(path, offset=1)
+    assert [(i.index, i.user_prompt, i.ground_truth, i.metadata) for i in items] == [(1, "x", "y", None)]

@@ -70,7 +70,6 @@ def test_legacy_names_resolve_to_osmosis_compat():
 @pytest.mark.parametrize(
     ("module", "reason"),
     [
-        ("osmosis_ai.rollout.mcp", "MCP"),
         ("osmosis_ai.rollout.server.registration", "registration"),
         ("osmosis_ai.rollout.eval.test_mode", "osmosis-compat eval"),
         ("osmosis_ai.rollout.backend.harbor", "Harbor"),
@@ -80,6 +79,15 @@ def test_out_of_scope_modules_say_why(module, reason):
     result = run_python(f"import {module}")
     assert result.returncode != 0
     assert "ImportError" in result.stderr and reason in result.stderr
+
+
+def test_mcp_module_is_served_without_importing_fastmcp():
+    result = run_python(
+        "import sys; from osmosis_ai.rollout.mcp import MCPAgentLoop, MCPLoadError, load_mcp_server; "
+        "print('fastmcp' in sys.modules)"
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"
 
 
 def test_real_osmosis_ai_wins_in_auto_mode_and_force_overrides(tmp_path):

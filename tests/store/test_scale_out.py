@@ -221,10 +221,13 @@ async def test_legacy_and_02_callback_idempotency_holds_across_processes(redis: 
 
 
 def test_serve_with_workers_shares_one_store(redis: RedisServer) -> None:
+    """... and its /metrics, whichever worker answers, counts every worker's rollouts (issue 20 item 1); its log
+    lines are JSON with --log-format json (item 3)."""
     port = free_port()
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
+    env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
     command = [sys.executable, "-m", "osmosis_compat", "serve", "-m", f"{LEGACY}:agent_loop", "--local", "-H", "127.0.0.1",
-               "-p", str(port), "--workers", "2", "--store", redis.url, "--no-validate"]
+               "-p", str(port), "--workers", "2", "--store", redis.url, "--no-validate", "--log-format", "json"]
     proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         url = f"http://127.0.0.1:{port}"
@@ -252,10 +255,20 @@ def test_serve_with_workers_shares_one_store(redis: RedisServer) -> None:
 
         records = asyncio.run(drive())
         assert all(r.status == "success" and r.reward == 1.0 for r in records)
+        admitted = set()
+        for _ in range(20):
+            with httpx.Client() as fresh:  # each scrape may reach either worker: all must count all 20
+                text = fresh.get(f"{url}/metrics").text
+            admitted.add(next(
+                (line.rsplit(" ", 1)[1] for line in text.splitlines()
+                 if line.startswith('osmosis_rollouts_admitted_total{agent="calculator",protocol="polling"}')), None))
+        assert admitted == {"20.0"}, admitted
     finally:
         proc.terminate()
         output = proc.communicate(timeout=30)[0]
     assert "Workers:  2 processes" in output
+    logged = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+    assert logged and all({"timestamp", "level", "logger", "message"} <= set(entry) for entry in logged), output[-2000:]
 
 
 def test_serve_refuses_several_workers_without_a_shared_store() -> None:

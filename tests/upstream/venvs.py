@@ -42,7 +42,8 @@ __all__ = [
 #: Install steps per release, run with the venv's pip (``{venv}`` is replaced by the venv path).
 RECIPES: dict[str, tuple[tuple[str, ...], ...]] = {
     "0.3.8": (
-        ("install", "osmosis-ai[server,strands,openai-agents]==0.3.8"),
+        # parquet: pyarrow, so `osmosis dataset validate` checks Parquet files too (the dataset-check oracle)
+        ("install", "osmosis-ai[server,strands,openai-agents,parquet]==0.3.8"),
         ("install", "--no-deps", "litellm==1.105.7"),
         ("install", "filelock>=3.16.1,<4"),
     ),

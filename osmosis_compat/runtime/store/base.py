@@ -49,6 +49,8 @@ class RolloutRecord:
     result: dict[str, Any] | None = None
     finished_at: float | None = None
     cancel_requested: bool = False
+    ticket: str | None = None
+    """Names one admission attempt (set by the engine), so that its leftovers can be told from a later one's."""
 
     @property
     def finished(self) -> bool:
@@ -160,6 +162,18 @@ class RolloutStore(abc.ABC):
     @abc.abstractmethod
     async def delete(self, key: str) -> None:
         """Forget ``key`` (no-op when absent)."""
+
+    async def discard(self, key: str, ticket: str) -> bool:
+        """Forget ``key`` only if it is unfinished and still the admission named ``ticket`` (an admission that was
+        answered "unavailable" although its write may have happened); ``True`` if something was forgotten."""
+        record = await self.get(key)
+        if record is None or record.finished or record.ticket != ticket:
+            return False
+        await self.delete(key)
+        return True
+
+    async def ping(self) -> None:
+        """Raise :class:`StoreUnavailableError` unless the store answers (readiness probes)."""
 
     @abc.abstractmethod
     def watch(self, key: str) -> AbstractAsyncContextManager[Watch]:

@@ -35,6 +35,8 @@ from contextlib import asynccontextmanager
 from dataclasses import fields
 from typing import Any, TypeVar
 
+from osmosis_compat.observability import metrics
+
 from .base import (
     TERMINAL,
     CancelListener,
@@ -56,6 +58,8 @@ UNFINISHED_TTL_S = 24 * 3600
 #: A store call that Redis does not answer within this many seconds fails (503 on admission), as a hung server must
 #: not hang requests.
 COMMAND_TIMEOUT_S = 5.0
+#: How often a heartbeat also measures Redis's clock against this host's (the deadlines of timed scripts).
+CLOCK_REFRESH_S = 30.0
 #: Store calls in flight at once per process (each holds a pooled connection); more wait for a free one.
 MAX_CONNECTIONS = 64
 _FIELDS = tuple(f.name for f in fields(RolloutRecord))
@@ -68,8 +72,20 @@ def _lua_set(names: Iterable[str]) -> str:
     return "{" + ", ".join(f"[{json.dumps(name)}] = true" for name in sorted(names)) + "}"
 
 
+# The head of every script that writes for a caller waiting on the answer: ARGV[1] is the caller's deadline in
+# Redis's clock (ms, redis_commands.DEADLINE, taken off ARGV here). Run later — e.g. queued in the socket while Redis
+# was stopped for longer than the command timeout, when the caller has long been answered "unavailable" — the
+# script writes nothing and answers an error: a late admission must not register an id nobody runs.
+_DEADLINE_CHECK = """
+local deadline = tonumber(table.remove(ARGV, 1))
+local clock = redis.call('TIME')
+if tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000) > deadline then
+  return redis.error_reply('LATE the caller gave up on this command; nothing written')
+end
+"""
+
 # KEYS[1] record, KEYS[2] owned set, KEYS[3] owners set; ARGV: ttl_s, owner, then field/value pairs.
-_CREATE = """
+_CREATE = _DEADLINE_CHECK + """
 if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('HGETALL', KEYS[1]) end
 local pairs = {}
 for i = 3, #ARGV do pairs[#pairs + 1] = ARGV[i] end
@@ -111,7 +127,7 @@ if terminal[redis.call('HGET', KEYS[1], 'status')] then return 0 end
 
 # KEYS[1] record; ARGV[1] channel prefix, ARGV[2] this process's id, then field/value pairs.
 # Returns 0 (gone or finished), {0} (nothing a waiter cares about changed) or {new version, status (JSON)}.
-_UPDATE = _UNLESS_GONE_OR_FINISHED + """
+_UPDATE = _DEADLINE_CHECK + _UNLESS_GONE_OR_FINISHED + """
 local versioned = """ + _lua_set(_VERSIONED) + """
 local bump = false
 for i = 3, #ARGV, 2 do
@@ -131,7 +147,7 @@ return {version, status}
 # KEYS[1] record, KEYS[2] owned-set prefix (+ owner); ARGV: channel prefix, this process's id, status, result,
 # finished_at (= now), retention_ms, then optionally the status and result to record instead when the lease ran out.
 # Returns 0 (already finished or gone) or {new version, the status recorded (JSON), 1 if the lease's was}.
-_FINISH = _UNLESS_GONE_OR_FINISHED + """
+_FINISH = _DEADLINE_CHECK + _UNLESS_GONE_OR_FINISHED + """
 local new_status, result, replaced = ARGV[3], ARGV[4], 0
 if ARGV[7] then
   local deadline = redis.call('HGET', KEYS[1], 'lease_deadline')
@@ -151,7 +167,7 @@ return {version, new_status, replaced}
 
 # KEYS[1] record; ARGV: digest (JSON), new deadline, now, this process's id (a watcher from now on when renewed).
 # Returns {outcome} or {outcome, version, status, result} (JSON values).
-_RENEW = _WATCHERS + """
+_RENEW = _DEADLINE_CHECK + _WATCHERS + """
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end
 local digest = redis.call('HGET', KEYS[1], 'lease_digest')
 if not digest or digest == 'null' then return {'unknown'} end
@@ -167,14 +183,14 @@ return {'renewed', fields[1], fields[2], 'null'}
 """
 
 # KEYS[1] record; ARGV[1] this process's id. Registers it as a watcher; returns {version, status, result} or nil.
-_WATCH = _WATCHERS + """
+_WATCH = _DEADLINE_CHECK + _WATCHERS + """
 if redis.call('EXISTS', KEYS[1]) == 0 then return false end
 watch(KEYS[1], ARGV[1])
 return redis.call('HMGET', KEYS[1], 'version', 'status', 'result')
 """
 
 # KEYS[1] record; ARGV[1] cancel channel. Marks the record and tells its owner (finished records too).
-_CANCEL = """
+_CANCEL = _DEADLINE_CHECK + """
 local owner = redis.call('HGET', KEYS[1], 'owner')
 if not owner then return 0 end
 redis.call('HSET', KEYS[1], 'cancel_requested', 'true')
@@ -183,9 +199,21 @@ return 1
 """
 
 # KEYS[1] record, KEYS[2] owned-set prefix; ARGV[1] channel prefix, ARGV[2] this process's id. 1 if it existed.
-_DELETE = _WATCHERS + """
+_DELETE = _DEADLINE_CHECK + _WATCHERS + """
 local owner = redis.call('HGET', KEYS[1], 'owner')
 if not owner then return 0 end
+redis.call('SREM', KEYS[2] .. cjson.decode(owner), KEYS[1])
+notify(KEYS[1], -1, 'null', ARGV[1], ARGV[2])
+redis.call('DEL', KEYS[1])
+return 1
+"""
+
+# KEYS[1] record, KEYS[2] owned-set prefix; ARGV[1] channel prefix, ARGV[2] this process's id, ARGV[3] the ticket
+# (JSON). Deletes the record only if it is unfinished and still the admission with that ticket. 1 if deleted.
+_DISCARD = _WATCHERS + """
+if redis.call('HGET', KEYS[1], 'ticket') ~= ARGV[3] then return 0 end
+if terminal[redis.call('HGET', KEYS[1], 'status')] then return 0 end
+local owner = redis.call('HGET', KEYS[1], 'owner')
 redis.call('SREM', KEYS[2] .. cjson.decode(owner), KEYS[1])
 notify(KEYS[1], -1, 'null', ARGV[1], ARGV[2])
 redis.call('DEL', KEYS[1])
@@ -240,6 +268,7 @@ class _Shared:
         self.listener: asyncio.Task[None] | None = None
         self.users = 0
         self.lock: asyncio.Lock | None = None
+        self.clock_due = 0.0  # monotonic time of the next clock measurement (heartbeat)
 
     @property
     def change_prefix(self) -> str:
@@ -289,14 +318,21 @@ class _Shared:
             commands.start()
             self.commands = commands
             self.client = redis.Redis(connection_pool=pool)
+            try:
+                await asyncio.wait_for(commands.measure_clock(), COMMAND_TIMEOUT_S)
+            except Exception as exc:
+                await commands.close()
+                self.users -= 1
+                raise StoreUnavailableError(f"cannot read the clock of the rollout store at {_safe_url(self.url)}: {exc}") from exc
             self.scripts = {
-                "create": Script(_CREATE),
-                "update": Script(_UPDATE),
-                "finish": Script(_FINISH),
-                "delete": Script(_DELETE),
-                "renew": Script(_RENEW),
-                "watch": Script(_WATCH),
-                "cancel": Script(_CANCEL),
+                "create": Script(_CREATE, timed=True),
+                "update": Script(_UPDATE, timed=True),
+                "finish": Script(_FINISH, timed=True),
+                "delete": Script(_DELETE, timed=True),
+                "renew": Script(_RENEW, timed=True),
+                "watch": Script(_WATCH, timed=True),
+                "cancel": Script(_CANCEL, timed=True),
+                "discard": Script(_DISCARD),
             }
             self.listener = asyncio.get_running_loop().create_task(self._listen(), name="rollout-store-listener")
 
@@ -402,12 +438,21 @@ class RedisStore(RolloutStore):
         commands = self._shared.commands
         if commands is None:
             raise StoreUnavailableError("the rollout store is not started (await store.start() first)")
+        observed = metrics.peek()
+        started = time.perf_counter() if observed is not None else 0.0
         try:
-            return await exchange(commands)
+            result = await exchange(commands)
         except (TimeoutError, asyncio.TimeoutError) as exc:
+            if observed is not None:
+                observed.store_round_trip("redis", started, False)
             raise StoreUnavailableError(f"rollout store error: no answer within {COMMAND_TIMEOUT_S:g} s") from exc
         except Exception as exc:
+            if observed is not None:
+                observed.store_round_trip("redis", started, False)
             raise StoreUnavailableError(f"rollout store error: {exc}") from exc
+        if observed is not None:
+            observed.store_round_trip("redis", started, True)
+        return result
 
     async def _call(self, name: str, keys: list[str], args: list[Any]) -> Any:
         script = self._shared.scripts.get(name)
@@ -573,6 +618,22 @@ class RedisStore(RolloutStore):
         beat = ("SET", f"{self._shared.base}hb:{owner}", "1", "PX", int(ttl * 1000))
         seen = ("SADD", f"{self.namespace}owners", owner)
         await self._run(lambda commands: commands.pipeline((beat, seen)))
+        # The deadlines of timed scripts are in Redis's clock: follow this host's clock steps (NTP) within a minute.
+        if time.monotonic() >= self._shared.clock_due:
+            self._shared.clock_due = time.monotonic() + CLOCK_REFRESH_S
+            await self._run(lambda commands: commands.measure_clock())
+
+    async def ping(self) -> None:
+        await self._run(lambda commands: commands.execute("PING"))
+
+    async def discard(self, key: str, ticket: str) -> bool:
+        redis_key = self._key(key)
+        done = await self._call(
+            "discard", [redis_key, self._owned_prefix()], [self._shared.change_prefix, self._shared.id, _json(ticket)]
+        )
+        if done:
+            self._shared.wake_local(redis_key, Snapshot(-1, "null"))
+        return bool(done)
 
     async def alive(self, owner: str) -> bool:
         beat = f"{self._shared.base}hb:{owner}"

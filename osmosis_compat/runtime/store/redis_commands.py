@@ -28,21 +28,43 @@ try:  # hiredis (redis[hiredis]) packs a command in C, ~7x faster than redis-py'
 except ImportError:  # pragma: no cover - depends on the install
     _hiredis_pack = None
 
-__all__ = ["CommandPool", "Script"]
+__all__ = ["DEADLINE", "CommandPool", "Script"]
 
 logger = logging.getLogger("osmosis_compat.runtime.store.redis")
 
 Command = Sequence[Any]
 
+#: A ``TIME`` sample with a longer round trip (seconds) does not change the clock offset.
+CLOCK_SAMPLE_MAX_RTT = 0.05
+
+
+class _Deadline:
+    """Placeholder for the exchange's deadline in a command (see :data:`DEADLINE`)."""
+
+    def __repr__(self) -> str:
+        return "DEADLINE"
+
+
+DEADLINE: Any = _Deadline()
+"""An argument the pool replaces, when it sends the command, by the moment (Redis's clock, in milliseconds) after
+which the command must not run: the exchange's start plus :attr:`CommandPool.deadline_fraction` of its timeout. A
+script given it refuses to write when Redis runs it later — e.g. after a stall longer than the timeout, when the
+caller has long been told "unavailable" (issue 20: nothing half-admitted)."""
+
 
 class Script:
-    """A Lua script run by its SHA-1 (``EVALSHA``), sent whole (``EVAL``) once when the server lacks it."""
+    """A Lua script run by its SHA-1 (``EVALSHA``), sent whole (``EVAL``) once when the server lacks it.
+    ``timed=True``: :data:`DEADLINE` goes first in ``ARGV`` (the script must begin with the deadline check,
+    ``redis.py``'s ``_DEADLINE_CHECK``)."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, *, timed: bool = False) -> None:
         self.text = text
         self.sha = hashlib.sha1(text.encode()).hexdigest()
+        self.timed = timed
 
     async def __call__(self, pool: CommandPool, keys: Sequence[Any], args: Sequence[Any]) -> Any:
+        if self.timed:
+            args = (DEADLINE, *args)
         try:
             return await pool.execute("EVALSHA", self.sha, len(keys), *keys, *args)
         except NoScriptError:  # a new or restarted server: EVAL caches it for the next EVALSHA
@@ -55,9 +77,15 @@ class CommandPool:
     waiting for a free connection included — raises ``TimeoutError``; a connection error raises redis-py's
     ``ConnectionError``; an error reply raises its ``ResponseError``. :meth:`start` before use, :meth:`close` after."""
 
+    #: Share of the timeout after which a timed command may no longer run: the rest is margin for the reply, so
+    #: that a command that did run is, all but always, also answered in time.
+    deadline_fraction = 0.6
+
     def __init__(self, connect: Callable[[], Any], *, size: int, timeout: float) -> None:
         self._connect = connect
         self._timeout = timeout
+        self.clock_offset = 0.0
+        """Redis's clock minus this host's (seconds), measured with ``TIME`` (:meth:`measure_clock`)."""
         self._slots = asyncio.Semaphore(size)
         self._free: list[Any] = []
         self._busy: dict[Any, float] = {}  # connection -> loop time its exchange began
@@ -78,6 +106,18 @@ class CommandPool:
         connections, self._free = [*self._free, *self._busy], []
         for connection in connections:
             await _disconnect(connection)
+
+    async def measure_clock(self) -> None:
+        """Update :attr:`clock_offset` from one ``TIME``; a sample whose round trip took longer than
+        ``CLOCK_SAMPLE_MAX_RTT`` is ignored (its error is half the round trip: a busy event loop that read the
+        reply late must not move every deadline)."""
+        import time
+
+        before = time.time()
+        seconds, micros = await self.execute("TIME")
+        after = time.time()
+        if after - before <= CLOCK_SAMPLE_MAX_RTT:
+            self.clock_offset = int(seconds) + int(micros) / 1e6 - (before + after) / 2
 
     async def execute(self, *command: Any) -> Any:
         """Send ``command`` (``"HGET", key, field``…) and return its reply."""
@@ -111,6 +151,8 @@ class CommandPool:
         try:
             if not connection.is_connected:
                 await connection.connect()
+            if any(DEADLINE in command for command in commands):
+                commands = self._stamped(commands)
             await connection.send_packed_command(_pack(connection, commands), check_health=False)
             for _ in commands:
                 try:
@@ -131,6 +173,12 @@ class CommandPool:
         if error is not None:
             raise error
         return replies
+
+    def _stamped(self, commands: Sequence[Command]) -> list[Command]:
+        import time
+
+        deadline_ms = int((time.time() + self.clock_offset + self._timeout * self.deadline_fraction) * 1000)
+        return [tuple(deadline_ms if arg is DEADLINE else arg for arg in command) for command in commands]
 
     async def _watch(self) -> None:
         """End exchanges older than the timeout by closing their connection: the pending read fails at once."""

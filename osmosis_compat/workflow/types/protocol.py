@@ -13,7 +13,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from osmosis_compat.runtime.wirecheck import check_header_value, check_http_url, check_identifier, check_wire_json
+from osmosis_compat.runtime.wirecheck import (
+    check_header_value,
+    check_http_url,
+    check_id_in_url,
+    check_identifier,
+    check_wire_json,
+)
 from osmosis_compat.workflow.types.sample import (
     MessageDict,
     MultiTurnMode,
@@ -82,7 +88,8 @@ class RolloutInitRequest(BaseModel):
     @field_validator("rollout_id")
     @classmethod
     def _rollout_id_is_single_path_segment(cls, value: str) -> str:
-        return check_identifier(ensure_single_path_segment(value, label="rollout_id"), label="rollout_id")
+        value = check_identifier(ensure_single_path_segment(value, label="rollout_id"), label="rollout_id")
+        return check_id_in_url(value, label="rollout_id")
 
     @field_validator("initial_messages", "label")
     @classmethod

@@ -1,0 +1,259 @@
+"""Runs in a side venv with the REAL osmosis-ai: serves many migrated programs from one process.
+
+Input (JSON on stdin): ``{"programs": [{"name", "path", "module", "root"}], "measure": path, "import_timeout": s,
+"one_loop": bool}``.
+For each program: import it (``module`` dotted under ``root`` for a file of a package, else the file alone under a
+unique name), find the one ``AgentWorkflow`` subclass it defines and its ``Grader`` (if any), build the real
+``create_rollout_server(backend=LocalBackend(workflow=…, grader=…))`` and serve it with uvicorn on its own port of
+127.0.0.1 — every server in this one process (an event loop each, or one for all with ``one_loop``), so ~100
+programs cost one interpreter start.
+
+Output: one line ``READY <json>`` (per program: ``url``, ``workflow``, ``grader``, ``stubs``, ``env``, or
+``error``), then the servers run until the process is killed.
+
+Third-party modules a program needs and this venv lacks (``strands_tools``, an app's own package, a sibling module
+the corpus does not include, the parent package of a relative import) are replaced by the permissive stubs of
+``--import-python`` in ``tests/codemods/corpus/measure.py`` (its path comes in the input) — but never the packages
+the migration is about (``PROTECTED``): a migrated program that needs something of them that is missing fails, as
+it would for a user. Settings a program reads from the environment without a default get a harmless value
+(``env_it_reads``).
+"""
+
+import asyncio
+import importlib.util
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+
+PROTECTED = ("osmosis_ai", "osmosis_compat", "strands", "agents", "litellm", "openai")
+#: parent packages given to single files so that their relative imports (``from .tools import x``) resolve to stubs
+ANCHOR = "_corpus_anchor_"
+STUBS = []  # the stubbed module names (see install_stubs)
+
+
+def install_stubs(measure_path):
+    """Put measure.py's own permissive stubs (its ``--import-python`` snippet, up to where it imports a file) first
+    on ``sys.meta_path``, serving the names in ``STUBS`` (which grows as programs need more)."""
+    namespace = {}
+    with open(measure_path) as fh:
+        source = fh.read()
+    code = source.split('IMPORT_SNIPPET = r"""', 1)[1].split('"""', 1)[0].split("\nif STUBS:", 1)[0]
+    exec(compile(code, measure_path + ":IMPORT_SNIPPET", "exec"), namespace)
+    namespace["STUBS"] = STUBS  # the finder reads its module global at each lookup: this list
+    sys.meta_path.insert(0, namespace["_Finder"]())
+
+
+class ImportTimeout(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise ImportTimeout("the import did not finish in time")
+
+
+def _load_once(program, index):
+    """Import the program's module once; returns it (raises what the import raised). (osmosis_compat's own
+    file-importing helper is not on this interpreter's path: the side venv holds the real osmosis-ai only.)"""
+    if program.get("module"):
+        sys.path.insert(0, program["root"])
+        try:
+            return importlib.import_module(program["module"])
+        finally:
+            sys.path.remove(program["root"])
+    path = program["path"]
+    directory = os.path.dirname(path)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    name = f"{ANCHOR}{index}.{stem}"
+    if f"{ANCHOR}{index}" not in STUBS:
+        STUBS.append(f"{ANCHOR}{index}")  # the parent package: a stub, so are the siblings it does not have
+    before = set(sys.modules)
+    sys.path.insert(0, directory)
+    try:
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(name, None)
+            raise
+        return module
+    finally:
+        sys.path.remove(directory)
+        # siblings imported from this directory are this program's: another program's sibling of the same name
+        # must not find them in sys.modules
+        for key in set(sys.modules) - before:
+            file = getattr(sys.modules.get(key), "__file__", None) or ""
+            if key != name and os.path.dirname(os.path.abspath(file)) == directory:
+                sys.modules.pop(key, None)
+
+
+def env_it_reads(path):
+    """Environment variables the program reads without a default (``os.environ["X"]``, ``os.getenv("X")``,
+    ``os.environ.get("X")``) and that are unset here: its deployment configuration (an endpoint, a key, a
+    cluster name), which a user sets. They get a harmless value — an address: the dead loopback port — so the
+    program is judged on its migration, not on a missing setting."""
+    import ast
+
+    names = set()
+    for node in ast.walk(ast.parse(open(path, "rb").read())):
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and ast.unparse(node.value) in (
+                "os.environ", "environ"):
+            key = node.slice
+        elif isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords and ast.unparse(node.func) in (
+                "os.getenv", "getenv", "os.environ.get", "environ.get"):
+            key = node.args[0]
+        else:
+            continue
+        if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value not in os.environ:
+            names.add(key.value)
+    address = ("URL", "HOST", "ENDPOINT", "BASE", "URI")
+    return {n: "http://127.0.0.1:9" if any(w in n.upper() for w in address) else "dummy" for n in sorted(names)}
+
+
+def load(program, index, timeout, rounds=10):
+    """Import with stubs for missing third-party modules; returns (module, stubs used for it). A failed attempt
+    takes the modules it added out of ``sys.modules`` again: a half-initialised one (an import cut by the timeout)
+    must not break the programs after it."""
+    used = []
+    for _ in range(rounds):
+        before = set(sys.modules)
+        signal.alarm(timeout)
+        try:
+            return _load_once(program, index), used
+        except BaseException as exc:
+            for key in set(sys.modules) - before:
+                sys.modules.pop(key, None)
+            missing = (exc.name or "") if isinstance(exc, ModuleNotFoundError) else ""
+            if not missing or missing.split(".")[0] in PROTECTED or missing in STUBS:
+                raise
+            STUBS.append(missing)
+            used.append(missing)
+        finally:
+            signal.alarm(0)
+    raise ImportError(f"still missing modules after stubbing {used}")
+
+
+def import_frameworks():
+    """The packages every program shares, imported once before the programs and outside their import timeout
+    (a loaded machine can take longer than that over litellm alone)."""
+    for name in ("osmosis_ai.rollout.server", "osmosis_ai.rollout.backend.local",
+                 "osmosis_ai.rollout.integrations.agents.strands", "osmosis_ai.rollout.integrations.agents.openai_agents"):
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:  # an extra this release lacks: the programs that need it will say so
+            print(f"corpus_host: cannot import {name}: {exc}", file=sys.stderr)
+
+
+def pick(module):
+    """(workflow class, grader class or None, workflow config or None) the module defines."""
+    from osmosis_ai.rollout import AgentWorkflow, Grader
+    from osmosis_ai.rollout.backend.local import LocalBackend
+    from osmosis_ai.rollout.types import AgentWorkflowConfig
+
+    own = [v for v in vars(module).values() if isinstance(v, type) and v.__module__ == module.__name__]
+    workflows = [c for c in own if issubclass(c, AgentWorkflow) and c is not AgentWorkflow]
+    graders = [c for c in own if issubclass(c, Grader) and c is not Grader]
+    if len(workflows) != 1:
+        raise LookupError(f"defines {len(workflows)} AgentWorkflow subclasses: {[c.__name__ for c in workflows]}")
+    workflow = workflows[0]
+    # what the program itself serves, when it builds a backend at module level (a migrated legacy loop does)
+    for value in vars(module).values():
+        if isinstance(value, LocalBackend) and value.workflow_cls is workflow:
+            return workflow, value.grader_cls, value.workflow_config
+    configs = [v for v in vars(module).values() if isinstance(v, AgentWorkflowConfig)]
+    if len(graders) > 1:
+        raise LookupError(f"defines {len(graders)} Grader subclasses: {[c.__name__ for c in graders]}")
+    return workflow, (graders[0] if graders else None), (configs[0] if len(configs) == 1 else None)
+
+
+def build(program, index, timeout):
+    """Import a program and build its real rollout server app; returns (app, facts) or (None, facts)."""
+    from osmosis_ai.rollout.backend.local import LocalBackend
+    from osmosis_ai.rollout.server import create_rollout_server
+
+    facts = {"name": program["name"]}
+    try:
+        facts["env"] = env_it_reads(program["path"])
+        os.environ.update(facts["env"])
+        module, facts["stubs"] = load(program, index, timeout)
+        workflow, grader, config = pick(module)
+        facts.update(workflow=workflow.__name__, grader=grader.__name__ if grader else None)
+        backend = LocalBackend(workflow=workflow, grader=grader, workflow_config=config)
+        return create_rollout_server(backend=backend), facts
+    except BaseException as exc:  # reported per program; the others are still served
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        tb = traceback.extract_tb(exc.__traceback__)
+        where = next((f"{os.path.basename(f.filename)}:{f.lineno}" for f in reversed(tb)
+                      if f.filename == program["path"]), "")
+        facts["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
+        facts["where"] = where
+        return None, facts
+
+
+class LoopThread:
+    """An event loop running forever in a daemon thread (the parent kills the process)."""
+
+    def __init__(self):
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, daemon=True).start()
+
+
+class Serving:
+    """One app served by uvicorn on a pre-bound loopback socket, in the event loop of ``loop_thread``. With a loop
+    per app, a program that blocks its loop (a sync MCP start, a sync HTTP call) stalls its own server only."""
+
+    def __init__(self, app, loop_thread):
+        import uvicorn
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", timeout_keep_alive=30))
+        self.future = asyncio.run_coroutine_threadsafe(self.server.serve(sockets=[self.sock]), loop_thread.loop)
+
+    def wait_started(self, deadline):
+        """True once serving; False if the server stopped or ``deadline`` (monotonic) passed."""
+        while not self.server.started and not self.future.done() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self.server.started and not self.future.done()
+
+    def error(self):
+        return repr(self.future.exception()) if self.future.done() else "no answer in time"
+
+
+def main():
+    spec = json.loads(sys.stdin.read())
+    sys.stdin = open(os.devnull)  # a program reading input() gets EOF, never the harness's pipe
+    ready = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # what the programs print goes to the log: a pipe nobody reads would fill up and block them
+    install_stubs(spec["measure"])
+    import_frameworks()
+    signal.signal(signal.SIGALRM, _alarm)
+    built = [build(p, i, int(spec.get("import_timeout", 60))) for i, p in enumerate(spec["programs"])]
+    # a loop per app, unless the release keeps loop-bound state per process (0.2.31: one shared httpx client for
+    # its callbacks), in which case they all share one
+    shared = LoopThread() if spec.get("one_loop") else None
+    servings = [Serving(app, shared or LoopThread()) if app is not None else None for app, _ in built]
+    deadline = time.monotonic() + 120
+    out = []
+    for (_, facts), serving in zip(built, servings):
+        if serving is not None:
+            if serving.wait_started(deadline):
+                facts["url"] = serving.url
+            else:
+                facts["error"] = f"server did not start: {serving.error()}"
+        out.append(facts)
+    ready.write("READY " + json.dumps(out) + "\n")
+    ready.close()
+    threading.Event().wait()  # serve until killed
+
+
+if __name__ == "__main__":
+    main()
