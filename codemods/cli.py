@@ -426,7 +426,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return EXIT_USAGE
     if args.verify:
         return _verify(changed, failed=bool(summary.failed), report=args.report, jobs=min(jobs, 2),
-                       target=target.target)
+                       target=settings.target.target)
     if summary.failed:
         return EXIT_FAILED
     if mode in ("diff", "check") and changed:
