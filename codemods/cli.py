@@ -228,8 +228,9 @@ def _confirm_dirty(dirty: Sequence[str]) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
-def _verify(changed, *, failed: bool) -> int:
-    """``--verify``: run original and migrated versions of the changed files and report (codemods.verify)."""
+def _verify(changed, *, failed: bool, report: Optional[str] = None, jobs: int = 2, target: str = "0.3") -> int:
+    """``--verify``: run original and migrated versions of the changed files and report (codemods.verify); with
+    ``report``, the verdicts are added to that report document as its ``"verify"`` list."""
     from codemods.verify import DIFFERENT, ERROR, verify_migrations
 
     items = []
@@ -237,7 +238,7 @@ def _verify(changed, *, failed: bool) -> int:
         encoding = _file_encoding(r.old_bytes or b"")
         items.append((r.path, (r.old_bytes or b"").decode(encoding), (r.new_bytes or b"").decode(encoding), r.edits))
     try:
-        verdicts = verify_migrations(items)
+        verdicts = verify_migrations(items, jobs=jobs, target=target)
     except ImportError as exc:
         print(f"osmosis-migrate: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -246,6 +247,15 @@ def _verify(changed, *, failed: bool) -> int:
           f"different, {counts['not-verified']} not verified, {counts[ERROR]} errored", file=sys.stderr)
     for v in verdicts:
         print("\n".join(v.describe()), file=sys.stderr)
+    if report:
+        import json
+
+        from codemods.report import write_report
+
+        with open(report, encoding="utf-8") as fh:
+            document = json.load(fh)
+        document["verify"] = [v.to_json() for v in verdicts]
+        write_report(report, document)
     if failed or counts[ERROR]:
         return EXIT_FAILED
     return EXIT_CHANGES if counts[DIFFERENT] else EXIT_OK
@@ -415,7 +425,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               "--allow-dirty)", file=sys.stderr)
         return EXIT_USAGE
     if args.verify:
-        return _verify(changed, failed=bool(summary.failed))
+        return _verify(changed, failed=bool(summary.failed), report=args.report, jobs=min(jobs, 2),
+                       target=settings.target.target)
     if summary.failed:
         return EXIT_FAILED
     if mode in ("diff", "check") and changed:
