@@ -71,11 +71,11 @@ def test_entries_follow_how_each_program_is_really_entered():
 
 
 def test_plan_of_comment_only_changes_and_of_the_programs_own_prompt():
-    text = (FIXTURES / "legacy_loop" / "unrecognisable.py").read_text()
+    text = (FIXTURES / "legacy_loop" / "wrap_instance_with_args.py").read_text()  # a loop the rewrite refuses
     result = migrate_source(text)
     assert result.changed and result.new_text != text
     assert isinstance(plan_file(text, result.new_text, result.edits), Unchanged)  # TODO markers only
-    (verdict,) = verify_migrations([("unrecognisable.py", text, result.new_text, result.edits)])
+    (verdict,) = verify_migrations([("wrap_instance_with_args.py", text, result.new_text, result.edits)])
     assert verdict.status == SAME and "only comments changed" in verdict.describe()[0]
     # a program that ignores the sample prompt: the workflow gets the literal its first model call carried
     program = 'topic = "quantum computing"\nagent(f"Research: {topic}")\n'
