@@ -120,7 +120,7 @@ class BodyFacts:
     runs: list[RunSite] = field(default_factory=list)
     process: list[Process] = field(default_factory=list)
     exits: list[tuple[cst.Call, cst.CSTNode, bool]] = field(default_factory=list)  # (call, stmt, becomes `return`)
-    yields: bool = False
+    yields: list[cst.Yield] = field(default_factory=list)  # ``yield`` expressions of the block itself
     nested_defs: dict[str, cst.FunctionDef] = field(default_factory=dict)
     globals_declared: set[str] = field(default_factory=set)
     parents: dict[int, cst.CSTNode] = field(default_factory=dict)  # id(expression) → parent, inside run inputs
@@ -382,7 +382,7 @@ class _Walker(cst.CSTVisitor):
     # -- expressions
     def visit_Yield(self, node: cst.Yield) -> None:
         if not self.nested_stack:
-            self.f.yields = True
+            self.f.yields.append(node)
 
     def visit_Await(self, node: cst.Await) -> None:
         self.await_operands.add(id(node.expression))

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 
 import libcst as cst
 
-from codemods.analysis.body import body_facts, code
+from codemods.analysis.body import body_facts, code, names_in
 from codemods.analysis.module import assigned_name
 from codemods.base import literal_eval
 from codemods.syntax import block_statements
@@ -383,3 +383,155 @@ def media_key(expr: cst.BaseExpression) -> Optional[str]:
         if f'"{key}"' in text or f"'{key}'" in text:
             return key
     return None
+
+
+_LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "log"})
+
+
+def is_output_stmt(stmt: cst.CSTNode) -> bool:
+    """``stmt`` only prints or logs: ``print(...)`` or ``<logger>.info(...)`` (any level) as a statement line."""
+    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)):
+        return False
+    call = stmt.body[0].value
+    if not isinstance(call, cst.Call):
+        return False
+    f = call.func
+    return (isinstance(f, cst.Name) and f.value == "print") or (
+        isinstance(f, cst.Attribute) and f.attr.value in _LOG_METHODS)
+
+
+def statements_reading(stmts: Sequence[cst.CSTNode], name: str) -> list[cst.SimpleStatementLine]:
+    """The statement lines under ``stmts`` (nested blocks too, not nested functions) that read ``name``."""
+    out: list[cst.SimpleStatementLine] = []
+    for s in stmts:
+        fast_visit(s, _LinesReading(name, out))
+    return out
+
+
+class _LinesReading(cst.CSTVisitor):
+    def __init__(self, name: str, out: list[cst.SimpleStatementLine]) -> None:
+        super().__init__()
+        self.name = name
+        self.out = out
+
+    def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_SimpleStatementLine(self, n: cst.SimpleStatementLine) -> bool:
+        if any(x.value == self.name for x in names_in(n)):
+            self.out.append(n)
+        return False
+
+
+def yield_lines(stmts: Sequence[cst.CSTNode]) -> list[cst.SimpleStatementLine]:
+    """The statement lines ``yield x`` under ``stmts`` (nested blocks too, not nested functions)."""
+    out: list[cst.SimpleStatementLine] = []
+    for s in stmts:
+        fast_visit(s, _YieldLines(out))
+    return out
+
+
+class _YieldLines(cst.CSTVisitor):
+    def __init__(self, out: list[cst.SimpleStatementLine]) -> None:
+        super().__init__()
+        self.out = out
+
+    def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_Lambda(self, n: cst.Lambda) -> bool:
+        return False
+
+    def visit_SimpleStatementLine(self, n: cst.SimpleStatementLine) -> bool:
+        if len(n.body) == 1 and isinstance(n.body[0], cst.Expr) and isinstance(n.body[0].value, cst.Yield):
+            self.out.append(n)
+        return False
+
+
+def called_once(stmts: Sequence[cst.CSTNode], name: str) -> bool:
+    """``name(...)`` is called exactly once under ``stmts``, outside loops, comprehensions and nested functions: what
+    it builds is built once per run of the block."""
+    calls, repeated = call_sites(stmts, name)
+    return calls == 1 and not repeated
+
+
+def call_sites(stmts: Sequence[cst.CSTNode], name: str) -> tuple[int, bool]:
+    """How many calls ``name(...)`` under ``stmts`` has, and whether one is in a loop, a comprehension or a nested
+    function (it may run more than once)."""
+    v = _CallSites(name)
+    for s in stmts:
+        fast_visit(s, v)
+    return v.calls, v.repeated
+
+
+class _CallSites(cst.CSTVisitor):
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+        self.depth = 0  # loops, comprehensions, nested functions around the current node
+        self.calls = 0
+        self.repeated = False
+
+    def _enter(self, _: cst.CSTNode) -> None:
+        self.depth += 1
+
+    def _leave(self, _: cst.CSTNode) -> None:
+        self.depth -= 1
+
+    visit_For = visit_While = visit_FunctionDef = visit_Lambda = visit_ListComp = visit_SetComp = _enter
+    visit_DictComp = visit_GeneratorExp = _enter
+    leave_For = leave_While = leave_FunctionDef = leave_Lambda = leave_ListComp = leave_SetComp = _leave
+    leave_DictComp = leave_GeneratorExp = _leave
+
+    def visit_Call(self, n: cst.Call) -> None:
+        if isinstance(n.func, cst.Name) and n.func.value == self.name:
+            self.calls += 1
+            self.repeated = self.repeated or self.depth > 0
+
+
+def generator_uses(stmts: Sequence[cst.CSTNode], name: str) -> tuple[int, list[tuple[cst.SimpleStatementLine, cst.Call]]]:
+    """How the generator function ``name`` is used under ``stmts`` (not in nested functions): the number of its calls
+    that are not iterated (``for x in name(...)`` / ``async for`` are), and the lines among those whose only effect is
+    handing the generator to a response (``return StreamingResponse(name(q), ...)``, ``return name(q)``): a client
+    would have iterated it there."""
+    v = _GeneratorUses(name)
+    for s in stmts:
+        fast_visit(s, v)
+    return v.calls - v.iterated, v.handed
+
+
+class _GeneratorUses(cst.CSTVisitor):
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+        self.calls = 0
+        self.iterated = 0
+        self.handed: list[tuple[cst.SimpleStatementLine, cst.Call]] = []
+
+    def _is_call(self, node: cst.CSTNode) -> bool:
+        return isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == self.name
+
+    def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_For(self, n: cst.For) -> None:
+        if self._is_call(n.iter):
+            self.iterated += 1
+
+    def visit_Call(self, n: cst.Call) -> None:
+        if self._is_call(n):
+            self.calls += 1
+
+    def visit_SimpleStatementLine(self, n: cst.SimpleStatementLine) -> None:
+        if len(n.body) != 1 or not isinstance(n.body[0], (cst.Return, cst.Expr)):
+            return
+        value = n.body[0].value
+        if value is None:
+            return
+        if self._is_call(value):
+            self.handed.append((n, value))
+        elif isinstance(value, cst.Call):
+            inner = [a.value for a in value.args if self._is_call(a.value)]
+            if len(inner) == 1 and not any(isinstance(x, cst.Call) for a in value.args if a.value is not inner[0]
+                                           for x in [a.value]):
+                self.handed.append((n, inner[0]))

@@ -65,7 +65,8 @@ class BodyEmitter(cst.CSTTransformer):
         self.hot: set[int] = set()
         self.hot_ids = {*plan.drop, *self.before, *self.session_ctors, *plan.model_assigns, *plan.ctors,
                         *(k for k in self.runs if k in plan.runs), *plan.thread_calls, *plan.exits, *plan.text_nodes,
-                        *plan.notes_at, *plan.sleeps}
+                        *plan.notes_at, *plan.sleeps, *plan.consume, *(id(c) for c, _ in plan.consume.values())}
+        self.consumed: dict[int, cst.Call] = {}  # id(generator call) → its rewritten form (for plan.consume)
         if plan.bind_at is not None:
             self.hot_ids.add(id(plan.bind_at))
         self.hot_names = set(plan.renames) | set(plan.agent_calls)
@@ -129,6 +130,8 @@ class BodyEmitter(cst.CSTTransformer):
         out: list = []
         if isinstance(updated, cst.RemovalSentinel):
             return updated
+        if id(original) in p.consume:
+            return self._consume(original, updated)
         if self.lost and isinstance(original, cst.SimpleStatementLine):
             # an argument or expression a rewrite dropped from this line: its comments stay, above the line
             have = {l.comment.value for l in comments_of(updated)}
@@ -164,6 +167,19 @@ class BodyEmitter(cst.CSTTransformer):
             return cst.FlattenSentinel([*before, *out, updated])
         return updated
 
+    def _consume(self, original, updated):
+        """``return StreamingResponse(gen(q))`` → ``async for _ in gen(q): pass`` (then ``return``): the stream a
+        client would have read, read by run()."""
+        call, is_async = self.p.consume[id(original)]
+        self.impure = []  # the response around the generator is not built
+        self.fw.replaced.update(name_counts(original))
+        loop = cst.For(target=cst.Name("_"), iter=self.consumed.get(id(call), call),
+                       body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Pass()])]),
+                       asynchronous=cst.Asynchronous() if is_async else None, leading_lines=updated.leading_lines)
+        if isinstance(original.body[0], cst.Return):
+            return cst.FlattenSentinel([loop, cst.SimpleStatementLine([cst.Return()])])
+        return loop
+
     def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock):
         body, footer = settle(list(updated.body), list(updated.footer))
         if not body:
@@ -184,6 +200,8 @@ class BodyEmitter(cst.CSTTransformer):
 
     def leave_Call(self, original: cst.Call, updated: cst.Call):
         p, fw = self.p, self.fw
+        if p.consume and any(c is original for c, _ in p.consume.values()):
+            self.consumed[id(original)] = updated
         if id(original) in self.session_ctors:
             fw.note_replaced(original.func)
             self.lose(original)

@@ -304,6 +304,9 @@ def _mark_leftovers(fw: Framework, mp: ModulePlan, edit: ModuleEdit) -> None:
     for name, i in model.functions.items():  # kept for plain callers beside its rollout version
         if f"{name}_for_rollout" in model.functions:
             beside_idx.add(i)
+    for name, i in model.classes.items():
+        if f"{name}ForRollout" in model.classes:
+            beside_idx.add(i)
     renamed = {n for p in ok for n in p.renames}
     for pl in mp.placements:  # a helper kept for other users beside its rollout version: its agents stay on purpose
         if pl.kind == "helper" and pl.name in renamed:

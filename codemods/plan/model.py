@@ -75,6 +75,8 @@ class Plan:
     sessions: list[SessionPlan] = field(default_factory=list)
     drop: set[int] = field(default_factory=set)  # id(statement) removed (feeds only the replaced input)
     exits: set[int] = field(default_factory=set)  # id(call) of ``exit(0)`` that becomes ``return``
+    # id(statement) → (generator call, async): the line that handed a generator to a response iterates it instead
+    consume: dict[int, tuple[cst.Call, bool]] = field(default_factory=dict)
     sleeps: set[int] = field(default_factory=set)  # id(call) of ``time.sleep(s)`` that becomes ``await asyncio.sleep(s)``
     callers: list[int] = field(default_factory=list)  # top-level statements that call the driver (migrated)
     notes: list[str] = field(default_factory=list)  # extra words for the edit message

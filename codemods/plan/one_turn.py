@@ -269,3 +269,60 @@ def holds(nodes: Sequence[cst.CSTNode]) -> Pred:
         return any(contains(node, t) for t in targets)
 
     return pred
+
+
+def localize_lazy_singletons(stmts: Sequence[cst.BaseStatement], private: Pred) -> Optional[list[cst.BaseStatement]]:
+    """The driver's statements with each lazily built module-level singleton made local, or None when there is none:
+    ``global analyst`` + ``if analyst is None: analyst = FinancialAnalyst()`` becomes ``analyst = FinancialAnalyst()``.
+    A process builds it once and every request shares it; a rollout must build its own (its agent is the rollout's
+    sample). ``private(name)`` says that no other code of the module reads the name (its definition aside)."""
+    declared: dict[str, cst.SimpleStatementLine] = {}
+    for stmt in stmts:
+        if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Global):
+            for n in stmt.body[0].names:
+                declared[n.name.value] = stmt
+    lazy: dict[int, cst.BaseStatement] = {}
+    names: set[str] = set()
+    for stmt in stmts:
+        name = _lazy_guard(stmt)
+        if name is not None and name in declared and private(name):
+            lazy[id(stmt)] = block_statements(stmt.body)[0]
+            names.add(name)
+    if not names:
+        return None
+    out: list[cst.BaseStatement] = []
+    for stmt in stmts:
+        if id(stmt) in lazy:
+            out.extend(_lead(stmt, [lazy[id(stmt)]]))
+        elif any(stmt is declared[n] for n in names):
+            kept = [n for n in stmt.body[0].names if n.name.value not in names]
+            if kept:
+                kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                out.append(stmt.with_changes(body=[stmt.body[0].with_changes(names=kept)]))
+        else:
+            out.append(stmt)
+    return out
+
+
+def _lazy_guard(stmt: cst.BaseStatement) -> Optional[str]:
+    """``name`` when ``stmt`` is ``if name is None: name = Something(...)`` (or ``if not name:``), one statement,
+    no ``else``."""
+    if not isinstance(stmt, cst.If) or stmt.orelse is not None:
+        return None
+    test = stmt.test
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name) \
+            and isinstance(test.comparisons[0].operator, cst.Is) and isinstance(test.comparisons[0].comparator, cst.Name) \
+            and test.comparisons[0].comparator.value == "None":
+        name = test.left.value
+    elif isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) and isinstance(test.expression, cst.Name):
+        name = test.expression.value
+    else:
+        return None
+    body = block_statements(stmt.body)
+    if len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine) or len(body[0].body) != 1:
+        return None
+    assign = body[0].body[0]
+    if isinstance(assign, cst.Assign) and len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name) \
+            and assign.targets[0].target.value == name and isinstance(assign.value, cst.Call):
+        return name
+    return None

@@ -51,17 +51,27 @@ from codemods.analysis.code_facts import (
     describe_stmt,
     interactive_function,
     is_expr_stmt_of,
+    is_output_stmt,
     is_parser_stmt,
     media_key,
     self_assignments,
+    generator_uses,
+    statements_reading,
     subexpr_codes,
+    yield_lines,
     text_of,
 )
 from codemods.analysis.drivers import Driver, is_handler, returns_of
 from codemods.analysis.module import ModuleModel, assigned_value, is_main_guard
 from codemods.options import DEFAULT_TARGET
 from codemods.plan.model import ENTRY, KEEP, TEMPLATE, Entry, Plan, RunPlan
-from codemods.plan.one_turn import OneTurn, holds, unroll_conversation_loop, unwrap_error_reports
+from codemods.plan.one_turn import (
+    OneTurn,
+    holds,
+    localize_lazy_singletons,
+    unroll_conversation_loop,
+    unwrap_error_reports,
+)
 from codemods.syntax import block_statements, is_import_stmt
 from codemods.visit import visit as fast_visit
 
@@ -93,6 +103,16 @@ class DriverPlanner:
         # osmosis-ai 0.3 trains one sample per rollout: the run whose result the program ends with, and its agent
         self.sample: Optional[RunSite] = None
 
+    def module_private(self, name: str) -> bool:
+        """No top-level code reads the module-level ``name`` but the driver and its plain definition (``X = None``)."""
+        m = self.m
+        for j in m.users(name, skip=self.d.indices):
+            stmt = m.body[j]
+            if not (isinstance(stmt, (cst.SimpleStatementLine)) and assigned_name(stmt) == name
+                    and isinstance(assigned_value(stmt), cst.Name)):
+                return False
+        return True
+
     def problem(self, text: str) -> None:
         if text not in self.p.problems:
             self.p.problems.append(text)
@@ -111,6 +131,10 @@ class DriverPlanner:
         turn = self.one_turn(facts)
         if turn is not None:  # its conversation loop kept one pass: plan that
             d.stmts = turn.stmts
+            facts = body_facts(d.stmts, self.fw, set(deps) | set(m.imported_agents), producers=self.producers())
+        local = localize_lazy_singletons(d.stmts, self.module_private)
+        if local is not None:  # a singleton the process built once: each rollout builds its own
+            d.stmts = local
             facts = body_facts(d.stmts, self.fw, set(deps) | set(m.imported_agents), producers=self.producers())
         unwrapped = unwrap_error_reports(d.stmts, holds([r.call for r in facts.runs]))
         if unwrapped is not None:  # a rollout's error fails the rollout instead of being printed and lost
@@ -299,6 +323,21 @@ class DriverPlanner:
             self.p.helper_plans[name] = plan
             for problem in plan.problems:
                 self.problem(f"it uses `{name}`, which runs an agent and cannot be migrated with it: {problem}")
+            if plan.facts.yields:
+                self.consume_generator(name, func)
+
+    def consume_generator(self, name: str, func: cst.FunctionDef) -> None:
+        """A generator helper runs its agent only while it is iterated. Handed to a response
+        (`return StreamingResponse(gen(q))`), a client would iterate it: run() does (`async for _ in gen(q): pass`);
+        called any other way without iterating it, its agent would never run."""
+        loose, handed = generator_uses(self.d.stmts, name)
+        if loose != len(handed):
+            self.problem(f"it calls the generator `{name}()` without iterating it: its agent would never run")
+            return
+        for line, call in handed:
+            self.p.consume[id(line)] = (call, func.asynchronous is not None)
+        if handed:
+            self.p.notes.append(f"the stream of `{name}()` is consumed in run() (no client iterates it there)")
 
     def own_agent_tools(self) -> set[str]:
         """Functions the driver hands to an agent as tools (never calls itself) whose bodies run agents of their own,
@@ -426,7 +465,7 @@ class DriverPlanner:
     def check_structure(self) -> None:
         d, f = self.d, self.p.facts
         if f.yields:
-            self.problem(f"`{d.name}` is a generator (it yields)")
+            self.plan_yields()
         if d.func is not None:
             params = d.func.params
             if isinstance(params.star_arg, cst.Param) or params.star_kwarg is not None:
@@ -438,6 +477,22 @@ class DriverPlanner:
                 self.problem(f"`{d.name}` already uses a name `ctx` (run() receives the rollout context as `ctx`)")
         if "self" in f.loads and self.d.kind != "workflow":
             self.problem(f"`{d.name}` uses `self`")
+
+    def plan_yields(self) -> None:
+        """A generator (a streaming handler: `async for event in agent.stream_async(q): yield event`): its
+        `yield x` lines stream to a client a rollout does not have, so run() drops them and only consumes the
+        stream. A yield that is not a line of its own, or a line that also runs or awaits something, is refused."""
+        d, f, p = self.d, self.p.facts, self.p
+        if d.kind == "helper":
+            return  # a generator helper keeps its yields: the driver that calls it iterates it (plan_helpers)
+        lines = yield_lines(d.stmts)
+        runs = {id(r.stmt) for r in f.runs}
+        if len(lines) != len(f.yields) or any(id(s) in runs or _awaits(s) for s in lines):
+            self.problem(f"`{d.name}` is a generator whose yields cannot simply go (a yield inside an expression, or "
+                         "one that also runs or awaits something)")
+            return
+        p.drop.update(id(s) for s in lines)
+        p.notes.append(f"`{d.name}` streamed its output (yield): run() consumes the stream")
 
     # -- agents
     def resolve_agents(self) -> None:
@@ -673,8 +728,21 @@ class DriverPlanner:
             if value is not None:
                 p.defaults.append((name, value))
                 p.notes.append(f"`{name}` = `{code(value, 30)}` as its caller passed it")
+            elif self.only_printed(name):
+                p.notes.append(f"`{name}` was only printed: those lines go (a rollout supplies only the prompt)")
             else:
                 self.problem(f"its parameter `{name}` is used but has no default: a rollout only supplies the prompt")
+
+    def only_printed(self, name: str) -> bool:
+        """Every read of ``name`` is in a line that only prints or logs (``print("context:", context)``, a
+        handler's runtime context): those lines are dropped from run()."""
+        lines = statements_reading(self.d.stmts, name)
+        if not lines or not all(is_output_stmt(s) for s in lines):
+            return False
+        if sum(1 for s in lines for n in names_in(s) if n.value == name) != self.p.facts.load_count(name):
+            return False  # also read elsewhere (a compound statement's header…)
+        self.p.drop.update(id(s) for s in lines)
+        return True
 
     def caller_value(self, prm: cst.Param) -> Optional[cst.BaseExpression]:
         """The constant the one caller in this module (the ``__main__`` block, a module-level call) passes for
@@ -737,7 +805,8 @@ class DriverPlanner:
     def string_constant(self, name: str) -> bool:
         stores = self.p.facts.stores.get(name)
         if stores:
-            return len(stores) == 1 and stores[0].value is not None and is_string(stores[0].value) and not stores[0].in_loop
+            # one literal, or literals rebound in turn (`prompt = "a"` … `prompt = "b"`: drafts, the last one runs)
+            return all(a.value is not None and is_string(a.value) and not a.in_loop for a in stores)
         return name in self.m.strings and self.m.bindings.get(name) == 1
 
     def input_of(self, run: RunSite) -> Optional[cst.BaseExpression]:
@@ -834,8 +903,7 @@ class DriverPlanner:
         carrying the prompt), else None. An access whose result is computed on before it reaches the input
         (``body = json.loads(event["body"])``) is a problem: which part of it is the prompt cannot be told."""
         accesses: set[str] = set()
-        for run in self.p.facts.runs:
-            inp = self.input_of(run)
+        for inp in [self.input_of(r) for r in self.p.facts.runs] + self.indirect_inputs():
             if inp is None:
                 continue
             for n in names_in(inp):
@@ -874,6 +942,9 @@ class DriverPlanner:
                 continue
             if self.entry.kind == "literal":
                 run.input_kind = ENTRY if run is self.entry.site else KEEP
+                if run is self.entry.site and isinstance(inp, cst.Name) and f.load_count(inp.value) == 1:
+                    # `prompt = "…"` statements that only fed this input: the prompt replaces them
+                    p.drop.update(id(a.stmt) for a in f.stores.get(inp.value, ()) if a.simple)
             elif self.entry.kind == "var":
                 var = self.entry.var
                 reassigned = len(f.stores.get(var, ())) > (1 if self.d.func is None or var != self.entry.param else 0)
@@ -1154,3 +1225,18 @@ def _is_sync_method(m: ModuleModel, cls_name: str, method: str) -> bool:
 def plan_driver(model: ModuleModel, fw: "Framework", driver: Driver, target: str = DEFAULT_TARGET) -> Plan:
     """The plan for one driver (see the module docstring); ``plan.problems`` lists why it cannot be migrated."""
     return DriverPlanner(model, fw, driver, target).run()
+
+
+def _awaits(node: cst.CSTNode) -> bool:
+    """``node`` holds an ``await`` (outside nested functions)."""
+    found: list[bool] = []
+
+    class _Await(cst.CSTVisitor):
+        def visit_Await(self, n: cst.Await) -> None:
+            found.append(True)
+
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return False
+
+    fast_visit(node, _Await())
+    return bool(found)

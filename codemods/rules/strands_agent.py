@@ -33,6 +33,7 @@ import libcst as cst
 
 from codemods import codes
 from codemods.analysis.body import RunShape, RunSite, code, contains, is_string, names_in
+from codemods.analysis.code_facts import call_sites, called_once
 from codemods.analysis.module import assigned_value
 from codemods.analysis.repo import Verdict
 from codemods.base import ImportTable, Rule, RuleContext, literal_eval
@@ -339,20 +340,28 @@ class StrandsFramework(Framework):
         once per rollout."""
         p = planner.p
         converted: list[tuple[str, bool]] = []  # (what, built repeatedly)
-        helper = planner.d.kind == "helper"
+        helper = planner.d.kind == "helper"  # how often a helper runs is its caller's to say (below)
+        # a method other than __init__ that builds an agent builds one per call, however often its object is built
+        per_call = helper and "." in planner.d.name and not planner.d.name.endswith(".__init__")
         def osmosis(call: cst.Call) -> bool:
             return id(call) in p.ctors and not p.ctors[id(call)].plain
 
         for c in p.facts.ctors:
             if osmosis(c.call):
-                converted.append((c.var or "an agent", c.in_loop or c.nested is not None or helper))
+                converted.append((c.var or "an agent", c.in_loop or c.nested is not None or per_call))
         for dep in p.deps:
             v = assigned_value(planner.m.body[planner.m.agents[dep]])
             if dep not in planner.m.groups and isinstance(v, cst.Call) and osmosis(v):
-                converted.append((dep, helper))
+                converted.append((dep, helper))  # a module-level agent a helper runs: shared by every call
         for name, hp in p.helper_plans.items():
             if any(not cp.plain for cp in hp.ctors.values()):
-                converted.append((f"the agent of `{name}`", True))
+                # the helper builds its agent per call: once per rollout when run() calls it once
+                converted.append((f"the agent `{name}()` builds", not called_once(planner.d.stmts, name)))
+        for name, plans in p.class_plans.items():
+            calls, repeated = call_sites(planner.d.stmts, name)
+            if calls and any(not cp.plain for pl in plans for cp in pl.ctors.values()):
+                # its __init__ builds the agent: once per rollout when run() builds the object once
+                converted.append((f"the agent a `{name}` object builds", calls > 1 or repeated))
         repeated = [w for w, r in converted if r]
         if repeated:
             return (f"osmosis-ai 0.3 keeps one sample per rollout, and `{repeated[0]}` is built again on every pass "
