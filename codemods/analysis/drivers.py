@@ -51,13 +51,11 @@ def find_drivers(model: ModuleModel, fw: "Framework") -> list[Driver]:
     heads = fw.run_heads()
     agent_names = set(model.agents) | set(model.imported_agents)
     ctor_heads = fw.ctor_heads()
-    used_names = set().union(*model.counts) if model.counts else set()
     producers = {
         name for name, i in model.functions.items()
         if ctor_heads & model.counts[i].keys() and sum(name in c for c in model.counts) > 1  # someone calls it
         and returns_of(body[i].body)
     }
-    del used_names
     model.producers = producers
 
     def may_run(i: int) -> bool:
@@ -124,8 +122,10 @@ def find_drivers(model: ModuleModel, fw: "Framework") -> list[Driver]:
         elif may_run(i) and fw.has_run_site(stmt, agent_names, producers):
             script.append(i)
     if script:
-        # the script: from its first run on, the module-level statements that are not definitions
-        first = script[0]
+        # the script: from its first run on, the module-level statements that are not definitions — or from the
+        # construction of the agent it runs, when other statements use that agent before (`agent.tool.x(...)`
+        # direct calls write the agent's history that its run then sends to the model)
+        first = _script_start(model, script[0])
         indices = [
             j for j in range(first, len(body))
             if not isinstance(body[j], (cst.FunctionDef, cst.ClassDef)) and not is_main_guard(body[j])
@@ -133,6 +133,19 @@ def find_drivers(model: ModuleModel, fw: "Framework") -> list[Driver]:
         ]
         out.append(Driver("script", module_stem(model.filename) or "script", indices, [body[j] for j in indices]))
     return out
+
+
+def _script_start(model: ModuleModel, first_run: int) -> int:
+    """The index of the first module-level statement of the script whose first run is at ``first_run``."""
+    start = first_run
+    for var in model.counts[first_run].keys() & model.agents.keys():
+        built = model.agents[var]
+        for j in model.users(var, skip=[built]):
+            stmt = model.body[j]
+            if built < j < start and not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) \
+                    and not is_main_guard(stmt) and not is_import_stmt(stmt) and not has_skip_marker(stmt):
+                start = built + 1  # from right after the agent is built: what ran between stays in order
+    return start
 
 
 def _called_at_top_level(model: ModuleModel, name: str, index: int) -> bool:

@@ -115,3 +115,4 @@ class Entry:
     site: Optional[object] = None  # the run site whose literal input it is (kind "literal"; a RunSite)
     param: Optional[str] = None  # the parameter it comes through
     read_stmt: Optional[cst.CSTNode] = None  # the statement that reads it interactively (``q = input()``)
+    read_node: Optional[cst.CSTNode] = None  # the read that is a run's input itself (``Runner.run(a, input())``)

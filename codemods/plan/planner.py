@@ -546,14 +546,22 @@ class DriverPlanner:
         for x in reads:
             stmt = x.stmt
             var = assigned_name(stmt)
-            if var is None or x.in_loop:
-                continue
+            if var is None or x.in_loop or any(r.stmt is stmt for r in f.runs):
+                continue  # `result = await Runner.run(agent, input(...))` binds the run's result, not the input
             if len(f.stores.get(var, ())) == 1:
                 read_vars.append((var, stmt))
         argparse_args = self.argparse_result()
         if len({v for v, _ in read_vars}) > 1:
             self.problem("it reads its input " + " and ".join(f"`{v}`" for v, _ in read_vars) +
                          " from the user: a rollout has one prompt")
+            return
+        in_run = [(x, r) for x in reads if not x.in_loop for r in f.runs
+                  if r.stmt is x.stmt and (inp := self.input_of(r)) is not None and contains(inp, x.node)]
+        if in_run and not read_vars and len(reads) == 1:
+            # the read is the run's input itself (`Runner.run(agent, input("Q: ").strip())`): that input is the prompt
+            x, run = in_run[0]
+            self.entry.kind, self.entry.expr, self.entry.read_node = "expr", code(self.input_of(run), 400), x.node
+            p.entry_desc = f"`{code(self.input_of(run), 40)}` (read with {x.what})"
             return
         if read_vars:
             self.entry.kind, self.entry.var = "var", read_vars[0][0]
@@ -920,7 +928,7 @@ class DriverPlanner:
         argparse_var = self.argparse_result()
         allowed_argparse = argparse_var is not None and self.entry.kind == "expr" and (self.entry.expr or "").startswith(argparse_var + ".")
         for x in f.process:
-            if x.kind in ("input", "argv") and self.entry.read_stmt is x.stmt:
+            if x.kind in ("input", "argv") and (self.entry.read_stmt is x.stmt or self.entry.read_node is x.node):
                 continue
             if x.kind == "argparse" and allowed_argparse:
                 continue

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 import libcst as cst
 
 from codemods import codes
-from codemods.analysis.body import RunShape, RunSite, code, is_string
+from codemods.analysis.body import RunShape, RunSite, code, contains, is_string, names_in
 from codemods.analysis.module import assigned_value
 from codemods.analysis.repo import Verdict
 from codemods.base import ImportTable, Rule, RuleContext, literal_eval
@@ -292,7 +292,7 @@ class StrandsFramework(Framework):
             first = min((r.order for r in p.facts.runs if r.agent == run.agent), default=run.order)
             if ctor is not None and run.order == first and not run.in_loop and not run.nested \
                     and kwarg(ctor, "messages") is None and id(ctor) in p.ctors and not p.ctors[id(ctor)].plain \
-                    and not _built_in_loop(ctor, p):
+                    and not _built_in_loop(ctor, p) and not _used_before(run, planner):
                 p.ctors[id(ctor)].messages_prompt = True
                 rp.input = "drop"
             else:
@@ -462,3 +462,16 @@ class StrandsAgentRule(Rule):
 
     def transform(self, module: cst.Module, ctx: RuleContext) -> cst.Module:
         return migrate_plain(module, ctx, self.code, self.framework, StrandsFramework)
+
+
+def _used_before(run: RunSite, planner: "DriverPlanner") -> bool:
+    """The run's agent is used (``agent.tool.x(...)``, its ``messages``…) by a statement before the run's: what that
+    writes into its history comes before the prompt, so the prompt is the run's input, not the agent's first
+    messages."""
+    for stmt in planner.d.stmts:
+        if contains(stmt, run.stmt):
+            return False
+        if any(n.value == run.agent for n in names_in(stmt)) and not any(
+                contains(stmt, c.call) for c in planner.p.facts.ctors if c.var == run.agent):
+            return True
+    return False

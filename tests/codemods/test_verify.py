@@ -129,20 +129,18 @@ def test_a_broken_migration_is_different_with_the_case_printed(zygote):
     assert "original: answer 'The answer is 20.', 3 model call(s)" in text
 
 
-def test_a_migration_that_drops_the_run_is_different(zygote):
-    # derived from the corpus' `result = await Runner.run(agent, input(...))` drivers: the migrator replaced the run
-    # itself with the prompt's text (found by --verify; the rollout fails on `.final_output` of a str)
+def test_a_run_whose_input_is_read_inline_verifies_as_same(zygote):
+    # derived from the corpus' `result = await Runner.run(agent, input(...))` drivers: the migrator once replaced the
+    # run itself with the prompt's text (found by --verify: the rollout failed on `.final_output` of a str)
     program = ('import asyncio\n\nfrom agents import Agent, Runner\n\n\nasync def main():\n'
                '    agent = Agent(name="Assistant", instructions="You answer in one sentence.")\n'
                '    result = await Runner.run(agent, input("Question: "))\n    print(result.final_output)\n\n\n'
                'if __name__ == "__main__":\n    asyncio.run(main())\n')
     result = migrate_source(program)
+    assert "result = await Runner.run(agent, ctx.prompt, session=session)" in result.new_text
     (verdict,) = verify_migrations([("ask.py", program, result.new_text, result.edits)], cases=TWO_CASES[:1],
                                    zygote=zygote)
-    if "Runner.run(" in result.new_text:  # once the migrator keeps the run, the same program must verify as same
-        assert verdict.status == SAME, verdict.describe()
-    else:
-        assert verdict.status == DIFFERENT and "the migrated program failed" in verdict.cases[0].difference
+    assert verdict.status == SAME, verdict.describe()
 
 
 def test_what_cannot_run_is_not_verifiable_with_the_reason(tmp_path, zygote):
