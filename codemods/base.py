@@ -6,9 +6,9 @@ A **rule** is one migration (``strands-agent``, ``openai-agent``, ``legacy-loop`
 Contract of a rule (subclass :class:`Rule`):
 
 * class attributes ``code`` (``"OM100"``; the hundreds digit is the rule's *family*: every edit/TODO code the
-  rule emits is in it, e.g. ``OM101``…``OM199``), ``name`` (``"strands-agent"``), ``summary`` (one line) and
-  ``trigger_words`` — the driver parses a file for this rule only if the file's text contains one of them
-  (the fast path: files that cannot contain a target are never parsed);
+  rule emits is in it, e.g. ``OM1xx``, declared in :mod:`codemods.codes`), ``name`` (``"strands-agent"``),
+  ``summary`` (one line) and ``trigger_words`` — the driver parses a file for this rule only if the file's text
+  contains one of them (the fast path: files that cannot contain a target are never parsed);
 * ``transform(module, ctx) -> module``: returns the new tree (or the same object when nothing applies).
   It must be **idempotent**: running it on its own output returns an equal tree (fixed point), so a rule must
   recognise already-migrated code and leave it alone. It records what it did with ``ctx.edit(code, node, msg)``

@@ -84,9 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--select", action="append", metavar="CODES", help="only these rules: codes/prefixes (OM1, OM100) or names, comma-separated")
     p.add_argument("--ignore", action="append", metavar="CODES", help="skip these rules (same syntax as --select)")
     p.add_argument("--strategy", choices=("auto", "rewrite", "wrap"), default=None,
-                   help="legacy loops: rewrite to a Strands workflow (auto, the default, and rewrite; a loop that "
-                   "cannot be rewritten gets a TODO) or wrap with osmosis-compat's adapter (the file then needs "
-                   "osmosis-compat)")
+                   help="legacy loops: rewrite as an AgentWorkflow + Grader that keep the loop's own code (auto, the "
+                   "default, and rewrite; a loop that cannot be rewritten gets a TODO) or wrap with osmosis-compat's "
+                   "adapter (the file then needs osmosis-compat)")
     p.add_argument("--output-format", choices=OUTPUT_FORMATS, default="text",
                    help="text (default): the summary on stderr; github: GitHub Actions annotations on stdout; json: "
                    "the report document on stdout")

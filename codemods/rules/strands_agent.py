@@ -21,8 +21,8 @@ safe by the engine (:mod:`codemods.plain`: analysis → plan → emit):
    stream. Each ``OsmosisStrandsAgent`` registers one sample, so an agent with a fixed ``name=`` built in a loop, or
    (``--target 0.3``: one sample per rollout) more than one agent, means no migration.
 
-TODOs: OM190 driver not migrated (the reason named), OM191 plain agent left (why), OM193 model left, OM194 several
-workflows in one module, OM195 no grader.
+TODOs: OM190 driver not migrated (the reason named), OM191 plain agent left (why), OM194 several workflows in one
+module, OM195 no grader.
 """
 
 from __future__ import annotations

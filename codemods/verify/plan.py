@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence, Union
 
+from codemods import codes
 from codemods.verify.entries import Entry, find_entry
 
 #: The migrator's OM103/OM203 edit: which driver became which workflow class.
@@ -89,7 +90,7 @@ def _wrapped_drivers(edits: Sequence[Any], new_tree: ast.Module) -> list[tuple[s
     classes = {n.name for n in new_tree.body if isinstance(n, ast.ClassDef)}
     found: list[tuple[str, str]] = []
     for edit in edits:
-        if getattr(edit, "code", "") not in ("OM103", "OM203"):
+        if getattr(edit, "code", "") not in (codes.STRANDS.wrap.code, codes.OPENAI.wrap.code):
             continue
         match = _WRAPPED.search(getattr(edit, "message", ""))
         if not match or match.group(4) not in classes:
