@@ -205,6 +205,8 @@ def _run_workers(args: argparse.Namespace, plan: ServePlan) -> int:
     os.environ[_WORKER_ARGV_ENV] = json.dumps(argv)
     banner = plan.banner or _legacy_banner(plan, args, key if generated else None)
     print(f"{banner}\n  Workers:  {args.workers} processes, store {os.environ.get(STORE_ENV)}", flush=True)
+    from osmosis_compat.observability.metrics import MULTIPROC_ENV
+
     metrics_dir = _multiprocess_metrics_dir()
     try:
         uvicorn.run(
@@ -218,7 +220,11 @@ def _run_workers(args: argparse.Namespace, plan: ServePlan) -> int:
             timeout_keep_alive=args.timeout_keep_alive,
         )
     finally:
+        os.environ.pop(_WORKER_ARGV_ENV, None)
         if metrics_dir is not None:
+            # Called in-process (tests, embedding), the variable must not outlive the directory: a later child
+            # process would inherit it and fail writing its counters to a directory that is gone.
+            os.environ.pop(MULTIPROC_ENV, None)
             metrics_dir.cleanup()
     return 0
 

@@ -42,6 +42,9 @@ def test_every_uvicorn_run_keeps_connections_2160_s(captured, monkeypatch, extra
         monkeypatch.setattr("osmosis_compat.cli.serve.check_store", lambda args: None)
     code = main(["serve", "-m", CALCULATOR, "--local", "-H", "127.0.0.1", "--no-validate", *extra])
     assert code == 0 and captured[-1]["timeout_keep_alive"] == 2160 and captured[-1]["port"] == 9000
+    # The metrics directory of --workers is gone once serve returns; so is the variable naming it, which every
+    # process started later would otherwise inherit (and fail writing counters to a missing directory).
+    assert "PROMETHEUS_MULTIPROC_DIR" not in os.environ
 
 
 def test_workflow_serve_flag_and_port_variable(captured, monkeypatch):
@@ -64,6 +67,25 @@ def test_serve_agent_loop_keeps_connections_2160_s(captured):
     assert captured[-1]["timeout_keep_alive"] == 2160
 
 
+def _read_response(conn: socket.socket) -> bytes:
+    """One whole HTTP response: the body may arrive in a later segment than the headers."""
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return answer
+        answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                   if line.lower().startswith(b"content-length:")), 0)
+    while len(body) < length:
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return head + b"\r\n\r\n" + body
+
+
 def _start_own_server() -> tuple[subprocess.Popen, socket.socket]:
     """``osmosis-compat serve`` on a free port taken from ``_OSMOSIS_ROLLOUT_PORT``, and a connection proven to
     reach *this* server (its /health names our instance id): on a shared machine another process may take the port
@@ -84,7 +106,7 @@ def _start_own_server() -> tuple[subprocess.Popen, socket.socket]:
                 time.sleep(0.2)
                 continue
             conn.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
-            answer = conn.recv(65536)
+            answer = _read_response(conn)
             if answer.startswith(b"HTTP/1.1 200") and instance.encode() in answer:
                 return proc, conn
             conn.close()
