@@ -4,7 +4,7 @@ A :class:`Framework` is the one interface between the engine (analysis → plan 
 (``strands-agent``, ``openai-agent``): recognisers the analysis asks (is this call an agent constructor, a run site,
 a model, a session?), planning hooks the planner asks (how this agent's model and this run are rewritten, whether
 the samples fit the target) and writers the emitter calls. Per module it also carries the emission state that the
-writers accumulate (:class:`EmitState`): imports needed, names whose imports may go, helpers to generate.
+writers accumulate: imports needed, names whose imports may go, helpers to generate.
 """
 
 from __future__ import annotations
@@ -64,6 +64,9 @@ class Framework(ABC):
     tool_decorators: tuple[str, ...] = ()
     # each Osmosis agent registers itself as the rollout's sample source (Strands); else a session does (OpenAI)
     agent_is_sample_source: bool = False
+    # agent constructor arguments that hold per-conversation state the agent writes into (Strands appends to
+    # ``messages`` in place; a conversation manager trims it): a module-level object there is built per rollout
+    state_kwargs: tuple[str, ...] = ()
 
     def __init__(self, table: ImportTable, ctx: RuleContext) -> None:
         self.table = table

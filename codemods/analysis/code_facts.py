@@ -535,3 +535,39 @@ class _GeneratorUses(cst.CSTVisitor):
             if len(inner) == 1 and not any(isinstance(x, cst.Call) for a in value.args if a.value is not inner[0]
                                            for x in [a.value]):
                 self.handed.append((n, inner[0]))
+
+
+_MUTATORS = frozenset({"append", "extend", "insert", "update", "setdefault", "pop", "popitem", "clear", "remove", "add",
+                       "discard"})
+
+
+def stateful_uses(stmts: Sequence[cst.CSTNode]) -> dict[str, str]:
+    """Names under ``stmts`` (not in nested functions) used as state: entered as a context manager (``with client:``)
+    or changed in place (``history.append(x)``, ``cache[k] = v``) → how (human words)."""
+    v = _StatefulUses()
+    for s in stmts:
+        fast_visit(s, v)
+    return v.out
+
+
+class _StatefulUses(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.out: dict[str, str] = {}
+
+    def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_WithItem(self, n: cst.WithItem) -> None:
+        if isinstance(n.item, cst.Name):
+            self.out.setdefault(n.item.value, f"entered with `with {n.item.value}:`")
+
+    def visit_Call(self, n: cst.Call) -> None:
+        f = n.func
+        if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.attr.value in _MUTATORS:
+            self.out.setdefault(f.value.value, f"changed in place (`{f.value.value}.{f.attr.value}(...)`)")
+
+    def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+        t = n.target
+        if isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name):
+            self.out.setdefault(t.value.value, f"changed in place (`{t.value.value}[...] = ...`)")

@@ -55,6 +55,11 @@ class ModuleModel:
     factories: Optional[set[str]] = field(default=None, repr=False)  # producers that are factories (planner)
     interactive: dict[str, str] = field(default_factory=dict, repr=False)  # function → what it asks the user
 
+    def definition(self, name: str) -> Optional[int]:
+        """The index of the top-level ``name = value`` statement line that binds ``name`` (the first), else None."""
+        return next((i for i, st in enumerate(self.body)
+                     if isinstance(st, cst.SimpleStatementLine) and assigned_name(st) == name), None)
+
     def users(self, name: str, skip: Sequence[int] = ()) -> list[int]:
         """Top-level statements (indices) that reference the module-level ``name``, except those in ``skip`` — a
         function or class whose every mention of ``name`` is its own local (a parameter ``agent: Agent``, a local
@@ -311,6 +316,8 @@ def is_grader_class(cls: cst.ClassDef, table: ImportTable) -> bool:
 
 
 def module_agent_deps(model: "ModuleModel", names: set[str]) -> set[str]:
+    """Module-level agents reachable from ``names`` through other module agents' arguments (handoffs, ``as_tool``,
+    a Swarm's members), ``names``' own agents included."""
     out: set[str] = set()
     todo = [n for n in names if n in model.agents]
     while todo:

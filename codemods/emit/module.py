@@ -106,6 +106,24 @@ def _deps_block(fw: Framework, mp: ModulePlan, edit: ModuleEdit, plan: Plan, mov
     return out
 
 
+def _state_block(fw: Framework, mp: ModulePlan, edit: ModuleEdit, plan: Plan) -> list[cst.BaseStatement]:
+    """The module-level state objects ``plan`` builds per rollout (``plan.state``): moved into run() with their
+    comments when the driver is converted in place (nothing else uses them), else comment-free copies."""
+    out: list[cst.BaseStatement] = []
+    for name in plan.state:
+        j = mp.model.definition(name)
+        if j is None:
+            continue
+        if plan.mode == "inplace" and j not in edit.removed:
+            out.extend(tidy_moved([edit.body[j]]))
+            edit.removed.add(j)
+            fw.ctx.edit(fw.codes.wrap.code, edit.body[j], f"module-level `{name}` now built per rollout in "
+                        f"{plan.cls_name}.run() (every rollout would share it)")
+        else:
+            out.append(strip_comments(edit.body[j].with_changes(leading_lines=[])))
+    return out
+
+
 def _with_deps(inner: list[cst.BaseStatement], deps: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
     """``deps`` placed at the top of a converted body, after its docstring."""
     docstring = inner[:1] if inner and is_docstring(inner[0]) else []
@@ -228,6 +246,7 @@ def _run_body(fw: Framework, mp: ModulePlan, edit: ModuleEdit, p: Plan) -> list[
     d = p.driver
     move = {n for n in p.deps if n in mp.moved and mp.owner[n] is p and p.mode == "inplace"}
     deps = _deps_block(fw, mp, edit, p, move, f"per rollout in {p.cls_name}.run()")
+    state = _state_block(fw, mp, edit, p)
     prefix = [assign_stmt(var, default) for var, default in p.defaults]
     if p.bind:
         prefix.append(assign_stmt(p.bind, prompt_text_expr()))
@@ -235,7 +254,7 @@ def _run_body(fw: Framework, mp: ModulePlan, edit: ModuleEdit, p: Plan) -> list[
     if d.kind == "script":
         inner = tidy_moved(inner)
     docstring = inner[:1] if inner and is_docstring(inner[0]) else []
-    return strip_trailing_bare_return([*docstring, *prefix, *deps, *inner[len(docstring):]])
+    return strip_trailing_bare_return([*docstring, *prefix, *state, *deps, *inner[len(docstring):]])
 
 
 def _emit_driver(fw: Framework, mp: ModulePlan, edit: ModuleEdit, p: Plan) -> None:

@@ -61,6 +61,7 @@ class Plan:
     problems: list[str] = field(default_factory=list)
     cls_name: str = ""
     deps: list[str] = field(default_factory=list)  # module-level agents/groups built in run(), module order
+    state: list[str] = field(default_factory=list)  # module-level state objects copied into run(), module order
     entry_desc: str = ""
     bind: Optional[str] = None  # variable bound to the prompt's user text at the top of run()
     bind_at: Optional[cst.CSTNode] = None  # …or at this statement (an interactive read replaced)

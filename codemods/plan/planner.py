@@ -56,13 +56,14 @@ from codemods.analysis.code_facts import (
     media_key,
     self_assignments,
     generator_uses,
+    stateful_uses,
     statements_reading,
     subexpr_codes,
     yield_lines,
     text_of,
 )
 from codemods.analysis.drivers import Driver, is_handler, returns_of
-from codemods.analysis.module import ModuleModel, assigned_value, is_main_guard
+from codemods.analysis.module import ModuleModel, assigned_value, is_main_guard, module_agent_deps
 from codemods.options import DEFAULT_TARGET
 from codemods.plan.model import ENTRY, KEEP, TEMPLATE, Entry, Plan, RunPlan
 from codemods.plan.one_turn import (
@@ -102,6 +103,38 @@ class DriverPlanner:
         self._indirect: Optional[list[cst.BaseExpression]] = None  # memo of indirect_inputs
         # osmosis-ai 0.3 trains one sample per rollout: the run whose result the program ends with, and its agent
         self.sample: Optional[RunSite] = None
+
+    def plan_state(self) -> None:
+        """Module-level objects the migrated code keeps state in — handed to an agent where it writes
+        (``messages=history``, ``conversation_manager=manager``), entered (``with client:``) or changed in place
+        (``history.append(x)``) — would be shared by every rollout the server runs, concurrently: each is built per
+        rollout at the top of run() (a copy of its definition; the original stays for other users), or, when other
+        module code uses it too, the driver is not migrated."""
+        m, p, f = self.m, self.p, self.p.facts
+        uses = stateful_uses(self.d.stmts)
+        ctors = [c.call for c in f.ctors] + [assigned_value(m.body[m.agents[d]]) for d in p.deps if d not in m.groups]
+        for call in ctors:
+            for a in call.args if isinstance(call, cst.Call) else ():
+                if a.keyword is not None and a.keyword.value in self.fw.state_kwargs and isinstance(a.value, cst.Name):
+                    uses.setdefault(a.value.value, f"handed to an agent as `{a.keyword.value}=`")
+        skip = {*self.d.indices, *(m.agents[d] for d in p.deps)}
+        chosen: list[tuple[int, str]] = []
+        for name, how in uses.items():
+            if name in f.stores or name in m.agents or name in m.models or name in m.sessions \
+                    or m.bindings.get(name) != 1:
+                continue  # a local, or what the migration already builds per rollout
+            j = m.definition(name)
+            if j is None or not _holds_state(assigned_value(m.body[j])):
+                continue
+            others = [describe_stmt(m.body[k]) for k in m.users(name, skip=[j, *skip]) if not is_main_guard(m.body[k])]
+            if others:
+                self.problem(f"the module-level `{name}` is {how} and also used by {', '.join(others[:2])}: every "
+                             "rollout would share it - build it per conversation by hand")
+                continue
+            chosen.append((j, name))
+        p.state = [name for _, name in sorted(chosen)]
+        if p.state:
+            p.notes.append("built per rollout: " + ", ".join(f"`{n}`" for n in p.state))
 
     def module_private(self, name: str) -> bool:
         """No top-level code reads the module-level ``name`` but the driver and its plain definition (``X = None``)."""
@@ -155,6 +188,7 @@ class DriverPlanner:
         self.choose_sample()
         self.plan_process_code()
         self.plan_models()
+        self.plan_state()
         self.plan_runs()
         self.plan_samples()
         self.plan_sync_calls()
@@ -408,15 +442,7 @@ class DriverPlanner:
     def agent_deps(self, names: set[str]) -> set[str]:
         """Module-level agents reachable from ``names`` through other module agents' arguments (handoffs,
         ``as_tool``, a Swarm's members)."""
-        out: set[str] = set()
-        todo = [n for n in names if n in self.m.agents]
-        while todo:
-            n = todo.pop()
-            if n in out:
-                continue
-            out.add(n)
-            todo.extend(x for x in self.m.counts[self.m.agents[n]] if x in self.m.agents and x != n)
-        return out
+        return module_agent_deps(self.m, names)
 
     # -- who calls it, and what it is
     def check_callers(self) -> None:
@@ -1240,3 +1266,9 @@ def _awaits(node: cst.CSTNode) -> bool:
 
     fast_visit(node, _Await())
     return bool(found)
+
+
+def _holds_state(value: Optional[cst.BaseExpression]) -> bool:
+    """A value that is an object of its own: a container display or an object built by a call (not a constant, not
+    another name)."""
+    return isinstance(value, (cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp, cst.Call))

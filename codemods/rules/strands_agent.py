@@ -82,6 +82,7 @@ class StrandsFramework(Framework):
     label = "Strands"
     tool_decorators = TOOL_DECORATORS
     agent_is_sample_source = True
+    state_kwargs = ("messages", "conversation_manager", "session_manager", "state", "hooks")
 
     # -- recognisers
     def is_group_ctor(self, call: cst.Call) -> bool:

@@ -402,3 +402,37 @@ def test_what_only_the_openai_platform_does_is_refused_with_the_reason():
     assert "`WebSearchTool()`" in reasons["search"]
     assert "`previous_response_id=`" in reasons["follow_up"]
     assert "stored prompt" in reasons["stored_prompt"]
+
+
+# ---------------------------------------------------------------------------- module-level state (issue 18 item 4)
+
+
+def test_module_level_state_the_agent_writes_into_is_built_per_rollout():
+    out = migrated("strands_agent/module_state.py")
+    run = out.split("class MainWorkflow(AgentWorkflow):")[1]
+    for line in ('history = [{"role": "user"', "manager = SlidingWindowConversationManager(window_size=10)",
+                 "results = []"):
+        assert line in run  # each rollout its own conversation, its own manager, its own results
+        assert not any(l.startswith(line) for l in out.splitlines())  # gone from the module level
+
+
+def test_a_module_level_mcp_client_entered_in_run_is_built_per_rollout():
+    # derived from the corpus' MCP samples: one client entered with `with` by every concurrent run() fails with
+    # "session is currently running"; a client per rollout does not
+    program = (
+        "from mcp import StdioServerParameters, stdio_client\nfrom strands import Agent\n"
+        "from strands.tools.mcp import MCPClient\n\n"
+        'client = MCPClient(lambda: stdio_client(StdioServerParameters(command="uvx", args=["server"])))\n\n\n'
+        "def main():\n    with client:\n        agent = Agent(tools=client.list_tools_sync())\n"
+        '        print(agent("Which tools do you have?"))\n\n\nif __name__ == "__main__":\n    main()\n')
+    out = migrate_source(program).new_text
+    run = out.split("class MainWorkflow(AgentWorkflow):")[1]
+    assert run.index("client = MCPClient(") < run.index("with client:")
+    assert "\nclient = MCPClient(" not in out
+
+
+def test_module_level_state_other_code_shares_is_a_todo_and_nothing_is_edited():
+    res = result("strands_agent/module_state_shared.py")
+    [driver] = [t for t in res.todos if t.code == "OM190"]
+    assert "`manager` is handed to an agent as `conversation_manager=`" in driver.reason
+    assert "helper_agent" in driver.reason and not res.edits
