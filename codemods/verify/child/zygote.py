@@ -69,7 +69,7 @@ def _side(request: dict, zygote_path: str) -> None:
     if sys.path and sys.path[0] == zygote_path:
         sys.path[0] = request["cwd"]
     try:
-        from codemods.verify.child.__main__ import main
+        from codemods.verify.child.side import main
 
         main(request["spec"], request["out"])
     finally:
