@@ -11,7 +11,8 @@ everything else becomes a TODO naming the precise reason.
   output, a carried-over conversation, a resumed ``RunState``, an image…), loops and ``gather``, interactive and
   process-level code.
 * :mod:`codemods.analysis.repo` — facts that cross files (a module-level agent or ``@tool`` defined in one module
-  and used in another), from libcst's ``FullRepoManager`` and its qualified-name provider over the candidate files.
+  and used in another), from libcst's scope analysis (:mod:`codemods.analysis.qualified`) over the files a question
+  needs, found by the cheap import scans of :mod:`codemods.analysis.import_graph`.
 
 Nothing here changes code; nothing here imports runtime code.
 """
