@@ -160,7 +160,10 @@ def migrate_bytes(
     except ValueError as exc:  # e.g. null bytes
         raise MigrationError(f"does not parse: {exc}") from None
     try:
-        module = cst.parse_module(data)
+        # the cross-file analysis may have parsed this very text already (an exporter it asked what it offers)
+        module = repo.take_tree(filename, data) if repo is not None else None
+        if module is None:
+            module = cst.parse_module(data)
     except cst.ParserSyntaxError as exc:
         raise MigrationError(f"does not parse: {str(exc).splitlines()[0]} (line {exc.raw_line})") from None
     except RecursionError:

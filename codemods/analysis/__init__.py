@@ -15,7 +15,8 @@ everything else becomes a TODO naming the precise reason.
   name and how, what an expression reads, where an input comes from);
 * :mod:`codemods.analysis.names` — how often code refers to names, per statement, cheaply;
 * :mod:`codemods.analysis.repo` — facts that cross files (a module-level agent, class or helper defined in one
-  module and used in another), from libcst's ``FullRepoManager`` and its qualified-name provider.
+  module and used in another), from libcst's scope analysis (:mod:`codemods.analysis.qualified`) over the files a
+  question needs, found by the cheap import scans of :mod:`codemods.analysis.import_graph`.
 
 Nothing here changes code; nothing here imports runtime code.
 """

@@ -109,8 +109,9 @@ def plan_module(module: cst.Module, fw: "Framework") -> Optional[ModulePlan]:
         return None  # tests exercise the framework or the app; they are not programs to serve as rollouts
     counts = ctx.top_level_name_counts(module) or [name_counts(stmt) for stmt in module.body]
     repo = ctx.repo
-    external = repo.external_uses(ctx.filename) if repo is not None else {}
-    model = module_model(module, fw, counts, ctx.filename, external, tree=ctx.tree if module is ctx.origin else None)
+    model = module_model(module, fw, counts, ctx.filename, tree=ctx.tree if module is ctx.origin else None)
+    if repo is not None:  # read name by name: the cross-file uses are gathered when the plan first asks (lazy)
+        model.external = repo.external_uses(ctx.filename)  # type: ignore[assignment]
     offered: dict[str, Verdict] = {}
     refused: dict[str, str] = {}
     if repo is not None:
