@@ -116,11 +116,8 @@ def structured_message(
     name = tool_name(target)
     arguments = json.dumps(schema_instance(tool_parameters(target)))
     digest = hashlib.sha256(f"{len(messages)}:{name}:{arguments}".encode()).hexdigest()[:8]
-    return {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [{"id": f"call_{digest}", "type": "function", "function": {"name": name, "arguments": arguments}}],
-    }
+    call = {"id": f"call_{digest}", "type": "function", "function": {"name": name, "arguments": arguments}}
+    return {"role": "assistant", "content": None, "tool_calls": [call]}
 
 
 def schema_instance(schema: Mapping[str, Any], *, root: Mapping[str, Any] | None = None) -> Any:

@@ -131,8 +131,8 @@ def stub_tool(framework, module, name):
 def tool_imports(path):
     """``{module: {name: framework}}``: the names the program imports from an absolute module (``from M import n``,
     bound to ``n`` or an alias) and uses as a tool — an element of a ``tools=[…]`` list or tuple, or called as
-    ``<x>.tool.<name>(…)`` — with the framework it builds agents with (``strands`` or ``agents``; a program importing
-    both, or neither, gets none: which one a tool is for is not known)."""
+    ``<x>.tool.<name>(…)`` — with the framework it builds agents with (``strands`` or ``agents``; a program
+    importing both, or neither, gets none: which one a tool is for is not known)."""
     import ast
 
     tree = ast.parse(open(path, "rb").read())
