@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         serve_app,
         serve_app_async,
     )
+    from osmosis_compat.testing.structured import schema_instance
     from osmosis_compat.testing.traingate import FakeTrainGate, LegacyRolloutRecord
     from osmosis_compat.testing.workflow_controller import FakeWorkflowController, WorkflowRolloutRecord
 
@@ -44,6 +45,7 @@ _EXPORTS = {
     "ServerStartError": "serving",
     "serve_app": "serving",
     "serve_app_async": "serving",
+    "schema_instance": "structured",
     "FakeTrainGate": "traingate",
     "LegacyRolloutRecord": "traingate",
     "FakeWorkflowController": "workflow_controller",

@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from osmosis_compat.runtime.auth import keys_match
+from osmosis_compat.testing.structured import offered_tools
 
 if TYPE_CHECKING:
     from osmosis_compat.testing.policy import ChatPolicy
@@ -115,26 +116,13 @@ async def answer_chat(
     kwargs: dict[str, Any] = {"model": body.get("model") or default_model}
     if getattr(policy, "accepts_request_params", False):
         # A policy forwarding to a real model (osmosis_compat.evaluation.policies.ForwardingPolicy) also gets the
-        # sampling parameters the agent sent; the scripted policy has no use for them.
+        # sampling parameters the agent sent; the scripted policy reads the output ones (tool_choice,
+        # response_format) to answer a request for structured output.
         kwargs["params"] = {key: body[key] for key in REQUEST_PARAMS if body.get(key) is not None}
     try:
         return 200, await policy.areply(messages, tools, **kwargs)
     except Exception as exc:  # a broken override must show up as a clear 500, not a dropped socket
         return 500, {"detail": f"policy failed: {type(exc).__name__}: {exc}"}
-
-
-def offered_tools(tools: list[dict[str, Any]] | None, tool_choice: Any) -> list[dict[str, Any]] | None:
-    """The tools the model may call under ``tool_choice``: none for ``"none"``, only the named one for
-    ``{"type": "function", "function": {"name": …}}``, all of them otherwise."""
-    if not tools or tool_choice is None:
-        return tools
-    if tool_choice == "none":
-        return None
-    if isinstance(tool_choice, dict):
-        name = (tool_choice.get("function") or {}).get("name") or tool_choice.get("name")
-        if name:
-            return [t for t in tools if isinstance(t, dict) and (t.get("function") or t).get("name") == name]
-    return tools
 
 
 @functools.lru_cache(maxsize=1)

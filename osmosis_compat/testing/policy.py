@@ -15,6 +15,11 @@ The rules, in order:
 4. When all operations are done: ``"The answer is <last tool result>."``.
 5. Otherwise (no tools, no matching tool, no arithmetic): ``"The answer is <value>."`` when the policy
    can compute it itself, else ``"OK."``.
+6. Structured output (``structured_output=True``, the default): when the request dictates the answer's shape — a
+   ``response_format`` JSON schema, a ``tool_choice`` naming a function or ``"required"``, Strands'
+   ``StructuredOutputTool`` among the tools — and rules 2–5 call no tool, the reply complies with a value derived
+   from the schema (:mod:`osmosis_compat.testing.structured`), as a real model would. The fake controllers hand
+   the request's parameters over because the policy sets ``accepts_request_params``.
 """
 
 from __future__ import annotations
@@ -24,11 +29,19 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Optional, Protocol, runtime_checkable
 
 from osmosis_compat.testing.arithmetic import Op, Ref, apply_op, find_chain, format_number, render_operand
+from osmosis_compat.testing.structured import (
+    StructuredRequest,
+    is_structured_output_tool,
+    offered_tools,
+    structured_message,
+    tool_name,
+    tool_parameters,
+)
 
 __all__ = ["ChatPolicy", "ScriptedPolicy", "Override", "ToolBinding"]
 
@@ -47,7 +60,10 @@ class ChatPolicy(Protocol):
     """What the fake controllers need from a model: answer a chat request with a ``chat.completion`` dict.
 
     :class:`ScriptedPolicy` is the built-in one; anything with this method works (e.g. a policy that
-    forwards to a real endpoint). An exception becomes a 500 answer to the agent's model call.
+    forwards to a real endpoint). An exception becomes a 500 answer to the agent's model call. A policy whose
+    ``accepts_request_params`` attribute is true is also called with ``params=``: the request's sampling and
+    output parameters (``temperature``, ``tool_choice``, ``response_format`` …, those the agent sent), from every
+    fake controller alike.
     """
 
     async def areply(
@@ -79,8 +95,12 @@ class ScriptedPolicy:
     """Deterministic chat-completions policy (see the module docstring for the rules).
 
     ``latency_s`` is a simulated model latency applied by :meth:`areply` (never by :meth:`reply`, which
-    stays synchronous and instant). ``override`` lets a test dictate specific replies.
+    stays synchronous and instant). ``override`` lets a test dictate specific replies. ``structured_output=False``
+    turns rule 6 off: every reply is then text or an arithmetic tool call, whatever the request asks for.
     """
+
+    #: The fake controllers pass the request's parameters (``params=``): rule 6 reads its output parameters.
+    accepts_request_params = True
 
     #: Tool-name words that mean each operator (matched against the name's words, e.g. ``add_numbers``).
     OPERATOR_WORDS: dict[str, frozenset[str]] = {
@@ -94,22 +114,31 @@ class ScriptedPolicy:
         {"calculator", "calculate", "calc", "evaluate", "eval", "compute", "math", "expression", "expr", "formula"}
     )
 
-    def __init__(self, latency_s: float = 0.0, *, override: Override | None = None) -> None:
+    def __init__(
+        self, latency_s: float = 0.0, *, override: Override | None = None, structured_output: bool = True
+    ) -> None:
         if latency_s < 0:
             raise ValueError("latency_s must be >= 0")
         self.latency_s = latency_s
         self.override = override
+        self.structured_output = structured_output
 
     # -- public API -------------------------------------------------------------------------------
 
     def reply(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, *, model: str = "scripted"
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        *,
+        model: str = "scripted",
+        params: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Return a full ``chat.completion`` dict answering ``messages`` with the offered ``tools``.
 
         ``messages`` are chat-completions messages; content may be a string, ``None`` or a list of parts
         (``{"type": "text", "text": …}`` or Strands-style ``{"text": …}``). ``tools`` are OpenAI tool
-        definitions (``{"type": "function", "function": {name, parameters}}``), plain or strict.
+        definitions (``{"type": "function", "function": {name, parameters}}``), plain or strict. ``params`` are
+        the request's other fields; ``tool_choice`` and ``response_format`` are read (rule 6).
         Raises ``TypeError`` when ``messages`` is not a list of dicts.
         """
         if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
@@ -121,18 +150,36 @@ class ScriptedPolicy:
                 if "choices" in dictated:
                     return dictated
                 return self._completion(messages, dict(dictated), model)
-        return self._completion(messages, self.decide(messages, tools), model)
+        return self._completion(messages, self.decide(messages, tools, params=params), model)
 
     async def areply(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, *, model: str = "scripted"
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        *,
+        model: str = "scripted",
+        params: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """:meth:`reply` after sleeping ``latency_s`` (for servers and benchmarks)."""
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
-        return self.reply(messages, tools, model=model)
+        return self.reply(messages, tools, model=model, params=params)
 
-    def decide(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
-        """The assistant message for this turn (rules 2–5 of the module docstring)."""
+    def decide(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], *, params: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The assistant message for this turn (rules 2–6 of the module docstring)."""
+        if not self.structured_output:
+            return self.solve(messages, tools)
+        request = StructuredRequest.read(params)
+        offered = offered_tools(tools, (params or {}).get("tool_choice")) or []
+        # Strands' structured-output tool ends the run: never one of the arithmetic's tools.
+        decided = self.solve(messages, [t for t in offered if not is_structured_output_tool(t)])
+        structured = structured_message(request, messages, offered, decided, since=_last_question_index(messages))
+        return decided if structured is None else structured
+
+    def solve(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
+        """The arithmetic answer for this turn: a tool call or a text (rules 2–5 of the module docstring)."""
         question_at = _last_question_index(messages)
         question = _text(messages[question_at].get("content")) if question_at is not None else ""
         chain = find_chain(question)
@@ -178,7 +225,7 @@ class ScriptedPolicy:
         """The offered tool that performs ``operator``: a named operator tool first, else a generic one."""
         generic: ToolBinding | None = None
         for tool in tools:
-            name, schema = _tool_name_and_schema(tool)
+            name, schema = tool_name(tool), dict(tool_parameters(tool))
             if not name:
                 continue
             words = _name_words(name)
@@ -295,20 +342,6 @@ def _first_user_text(messages: list[dict[str, Any]]) -> str:
 
 
 # -- tools ----------------------------------------------------------------------------------------
-
-
-def _tool_name_and_schema(tool: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
-    """Name and JSON-schema parameters of an OpenAI, flat, or Strands ``toolSpec`` tool definition."""
-    if not isinstance(tool, dict):
-        return None, {}
-    spec = tool.get("function") or tool.get("toolSpec") or tool
-    if not isinstance(spec, dict):
-        return None, {}
-    schema = spec.get("parameters") or spec.get("input_schema") or spec.get("inputSchema") or {}
-    if isinstance(schema, dict) and isinstance(schema.get("json"), dict):
-        schema = schema["json"]
-    name = spec.get("name")
-    return (name if isinstance(name, str) else None), (schema if isinstance(schema, dict) else {})
 
 
 def _schema_types(schema: Any) -> set[str]:

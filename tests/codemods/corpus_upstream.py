@@ -11,11 +11,13 @@ its real client.
    all and serves each with the real ``create_rollout_server(backend=LocalBackend(workflow=…, grader=…))`` on its
    own loopback port and event loop;
 4. 0.3.8: the real ``RolloutClient`` (``tests/upstream/scripts/corpus_client.py``, same venv) runs one rollout per
-   program against the project's fake policy (``FakePollingController`` + ``ScriptedPolicy`` on 127.0.0.1):
+   program against the project's fake policy (``FakePollingController`` + ``ScriptedPolicy`` on 127.0.0.1, which
+   answers a request for structured output with a value of its schema, as a model would):
    ``grade=True`` with a label when the module has a grader, else ``grade=False``. 0.2.31 (``--target 0.2``) has no
    polling client: the project's fake 0.2 controller (``FakeWorkflowController``) drives it over the callbacks, one
    rollout at a time;
-5. per program: served, rollout status, sample recorded, error (plus the host's traceback line in the program).
+5. per program: served, rollout status, sample recorded, error (plus the host's traceback line in the program), and
+   what stood in for what the side venv lacks (stubbed modules, stub tools, dummy settings).
 
 Prints one line per program and ``N of M workflows run on the real <release>``; ``--report`` writes the records.
 """
@@ -79,6 +81,7 @@ class Outcome:
     workflow: Optional[str] = None
     grader: Optional[str] = None
     stubs: list[str] = field(default_factory=list)  # missing modules replaced by permissive stubs
+    stub_tools: list[str] = field(default_factory=list)  # names of those modules used as tools: parameterless tools
     env: list[str] = field(default_factory=list)  # settings it reads without a default, given a dummy value
     status: Optional[str] = None
     sample: bool = False
@@ -238,7 +241,8 @@ def _drive_03(runs: list[dict[str, Any]], work: Path) -> dict[str, Any]:
     from osmosis_compat.testing import FakePollingController, ScriptedPolicy
     from tests.upstream.venvs import upstream_env, upstream_python
 
-    controller = FakePollingController(ScriptedPolicy(), check_keys=False)
+    # structured_output (the default): a program that asks for an output_type / structured output gets one
+    controller = FakePollingController(ScriptedPolicy(structured_output=True), check_keys=False)
     with controller.serve():
         spec = {"chat": controller.require_url(), "runs": runs, "concurrency": 8, "agent_timeout": 45}
         done = subprocess.run([str(upstream_python("0.3.8")), str(SCRIPTS / "corpus_client.py")],
@@ -252,7 +256,7 @@ def _drive_03(runs: list[dict[str, Any]], work: Path) -> dict[str, Any]:
 async def _drive_02_async(runs: list[dict[str, Any]]) -> dict[str, Any]:
     from osmosis_compat.testing import FakeWorkflowController, ScriptedPolicy
 
-    controller = FakeWorkflowController(ScriptedPolicy())
+    controller = FakeWorkflowController(ScriptedPolicy(structured_output=True))
     # one at a time: the 0.2.31 servers share one event loop (see Host), so a program that blocks it (a sync MCP
     # start waits up to 30 s) would time out the rollouts of the others
     gate = asyncio.Semaphore(1)
@@ -287,6 +291,7 @@ def run_programs(programs: list[Program], release: str, work: Path) -> dict[str,
         for i, p in enumerate(chosen):
             facts, o = host.facts.get(p.name, {}), outcomes[p.name]
             o.workflow, o.grader, o.stubs = facts.get("workflow"), facts.get("grader"), facts.get("stubs") or []
+            o.stub_tools = facts.get("stub_tools") or []
             o.env = sorted(facts.get("env") or {})
             if "url" not in facts:
                 o.error = facts.get("error", "not reported by the host")
@@ -363,6 +368,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             flag = "ok  " if o.ok else "FAIL"
             detail = f"workflow {o.workflow}, grader {o.grader or '-'}"
             detail += (f", stubs {','.join(o.stubs)}" if o.stubs else "") + (f", env {','.join(o.env)}" if o.env else "")
+            detail += f", stub tools {','.join(o.stub_tools)}" if o.stub_tools else ""
             if not o.ok:
                 error = " ".join((o.error or "").split())
                 detail += f"; served={o.served} status={o.status} sample={o.sample}: {error[:300]}"

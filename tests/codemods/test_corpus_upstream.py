@@ -1,8 +1,9 @@
 """Issue 18 item 5, the proof: every fully migrated corpus program and every migrated plain fixture whose output
 defines one workflow is served by the REAL osmosis-ai 0.3.8 (``create_rollout_server`` + ``LocalBackend``, its
 grader if any; one side-venv process hosts them all) and one rollout each is driven by the REAL 0.3.8
-``RolloutClient`` against the project's scripted policy: it must end in success with a sample recorded. The
-harness is ``tests/codemods/corpus_upstream.py`` (also a script: ``python -m tests.codemods.corpus_upstream``).
+``RolloutClient`` against the project's scripted policy (which answers a request for structured output with a value
+of its schema): it must end in success with a sample recorded. The harness is ``tests/codemods/corpus_upstream.py``
+(also a script: ``python -m tests.codemods.corpus_upstream``).
 
 Files the migrator does not fully migrate, or whose output defines no or several workflows, have nothing to serve:
 their case is skipped with the reason (test_corpus.py checks that they are left as they were). Today's failures
@@ -21,22 +22,20 @@ from tests.upstream.venvs import require_upstream
 pytestmark = pytest.mark.upstream
 
 #: corpus programs that run on the real 0.3.8 (raise it as coverage grows)
-RUN_FLOOR = 40
+RUN_FLOOR = 66
 
-# Causes outside the migration: the program needs what this machine does not have, or more than the scripted
-# policy can answer (it replies in text, never with a structured-output JSON or tool call).
-NO_STRUCTURED_OUTPUT = ("the program asks for structured output ({}); the scripted policy answers plain text, so the "
-                        "framework rejects the reply — a limit of the fake policy, not of the migration")
-
+# Causes outside the migration: the program needs what this machine does not have, or what its own module never
+# builds. (The scripted policy answers structured-output requests, and a name of a missing package used as a tool is
+# a stub tool: programs failing only for those reasons run.)
 XFAIL = {
     # environment
-    "corpus/strands/samples__03-integrations__Amazon-Neptune__use_aws_example.py":
-        "calls a strands_tools tool directly (`agent.tool.use_aws(...)`); strands_tools is not installed in the side "
-        "venv and its permissive stub is no tool: AttributeError: Tool 'use_aws' not found",
     "corpus/strands/samples__03-integrations__aurora-DSQL__main.py":
         "its MCP server is started with `uvx`, which this machine lacks: MCPClientInitializationError",
     "corpus/strands/samples__02-samples__03-aws-assistant-mcp__aws_cost_assistant.py":
         "its MCP server is started with `uvx`, which this machine lacks: MCPClientInitializationError",
+    "corpus/strands/samples__02-samples__04-startup-advisor-mcp__market_research_team.py":
+        "its MCP server is started with `docker`, which this machine lacks (the migrated workflow now fails with that "
+        "error instead of swallowing it)",
     "corpus/legacy/osmrre__server.py":
         "its reward comes from `rewards.compute_reward`, a sibling module the corpus does not have; the harness's "
         "permissive stub returns no number, so the sample's reward fails validation",
@@ -46,21 +45,6 @@ XFAIL = {
     "corpus/legacy/osmsdk__osmosis_ai__rollout__mcp__agent_loop.py":
         "a library class: its caller passes the MCP server (`MCPAgentLoop(mcp_server)`), which this module never "
         "builds; served on its own it has none (AttributeError on None._tool_manager)",
-    # the fake policy
-    "corpus/openai/oaa__examples__model_providers__litellm_auto.py": NO_STRUCTURED_OUTPUT.format("output_type=Result"),
-    "fixtures/strands_agent/structured_output.py": NO_STRUCTURED_OUTPUT.format("structured_output_async"),
-    "corpus/strands/samples__01-tutorials__01-fundamentals__07-memory-persistent-agents__personal_agent_with_memory.py":
-        "calls a strands_tools tool directly (`agent.tool.mem0_memory(...)`); strands_tools is not installed in the "
-        "side venv and its permissive stub is no tool: AttributeError: Tool 'mem0_memory' not found",
-    "corpus/strands/samples__02-samples__04-startup-advisor-mcp__market_research_team.py":
-        "its MCP server is started with `docker`, which this machine lacks (the migrated workflow now fails with that "
-        "error instead of swallowing it)",
-    "corpus/openai/oaa__examples__agent_patterns__deterministic.py": NO_STRUCTURED_OUTPUT.format("output_type="),
-    "corpus/openai/oaa__examples__agent_patterns__output_guardrails.py": NO_STRUCTURED_OUTPUT.format("output_type="),
-    "corpus/openai/oaa__examples__agent_patterns__streaming_guardrails.py": NO_STRUCTURED_OUTPUT.format("output_type="),
-    "corpus/openai/oaa__examples__basic__non_strict_output_type.py": NO_STRUCTURED_OUTPUT.format("a JSON reply"),
-    "fixtures/openai_agent/deterministic_chain.py": NO_STRUCTURED_OUTPUT.format("output_type="),
-    "fixtures/openai_agent/guardrail_agent.py": NO_STRUCTURED_OUTPUT.format("output_type="),
 }
 
 

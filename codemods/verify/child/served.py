@@ -60,10 +60,9 @@ def run_workflow(text: str, path: str, workflow_name: Optional[str], cases: list
     ``scratch``). Agents the migration left plain on purpose (0.3: one sample per rollout) call their own model:
     redirected, as on the original side, to a second endpoint whose calls count with the rollout's."""
     from codemods.verify.child import redirect
-    from codemods.verify.child.policy import verify_policy
-    from osmosis_compat.testing import FakePollingController, FakeWorkflowController, serve_app
+    from osmosis_compat.testing import FakePollingController, FakeWorkflowController, ScriptedPolicy, serve_app
 
-    policy = verify_policy()
+    policy = ScriptedPolicy()  # answers structured-output requests too, the same way on both sides
     plain = FakeWorkflowController(policy)
     plain.url = serve_app(plain.app).url  # never closed: graceful shutdown would wait for keep-alive connections
     redirect.install(plain.chat_completions_url, plain.controller_api_key or "verify", walls.stubs, text)
@@ -115,10 +114,9 @@ def run_legacy(text: str, path: str, cases: list[dict], timeout: float, walls: W
     driven over the legacy protocol with the label as ``metadata["ground_truth"]``."""
     from osmosis_compat.legacy import RolloutAgentLoop
     from osmosis_compat.server.legacy_app import create_app
-    from codemods.verify.child.policy import verify_policy
-    from osmosis_compat.testing import FakeTrainGate, serve_app
+    from osmosis_compat.testing import FakeTrainGate, ScriptedPolicy, serve_app
 
-    policy = verify_policy()
+    policy = ScriptedPolicy()  # answers structured-output requests too, the same way on both sides
     try:
         with case_timer(timeout):
             module = load_module(text, path, path.rsplit("/", 1)[-1].removesuffix(".py").replace(".", "_"))

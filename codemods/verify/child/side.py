@@ -73,13 +73,12 @@ def _run_original(spec: dict, path: str, text: str, cases: list[dict], timeout: 
     from codemods.verify.child.program import run_case
     from codemods.verify.child.record import outcome
     from codemods.verify.entries import Entry
-    from codemods.verify.child.policy import verify_policy
-    from osmosis_compat.testing import FakeWorkflowController, serve_app
+    from osmosis_compat.testing import FakeWorkflowController, ScriptedPolicy, serve_app
 
     _preload_runtime()
     entry = Entry(**{**spec["entry"], "keys": tuple(spec["entry"]["keys"]), "argv": tuple(spec["entry"]["argv"]),
                      "stdin_after": tuple(spec["entry"]["stdin_after"])})
-    policy = verify_policy()
+    policy = ScriptedPolicy()  # answers structured-output requests too, the same way on both sides
     controller = FakeWorkflowController(policy)
     records = []
     controller.url = serve_app(controller.app).url  # never closed: the process exits once the records are written

@@ -8,15 +8,18 @@ unique name), find the one ``AgentWorkflow`` subclass it defines and its ``Grade
 127.0.0.1 — every server in this one process (an event loop each, or one for all with ``one_loop``), so ~100
 programs cost one interpreter start.
 
-Output: one line ``READY <json>`` (per program: ``url``, ``workflow``, ``grader``, ``stubs``, ``env``, or
-``error``), then the servers run until the process is killed.
+Output: one line ``READY <json>`` (per program: ``url``, ``workflow``, ``grader``, ``stubs``, ``stub_tools``,
+``env``, or ``error``), then the servers run until the process is killed.
 
 Third-party modules a program needs and this venv lacks (``strands_tools``, an app's own package, a sibling module
 the corpus does not include, the parent package of a relative import) are replaced by the permissive stubs of
 ``--import-python`` in ``tests/codemods/corpus/measure.py`` (its path comes in the input) — but never the packages
 the migration is about (``PROTECTED``): a migrated program that needs something of them that is missing fails, as
-it would for a user. Settings a program reads from the environment without a default get a harmless value
-(``env_it_reads``).
+it would for a user. A name the program imports from such a missing module and uses as a tool (in a ``tools=[…]``
+list, or called as ``<agent>.tool.<name>(…)``) is a real tool of the program's framework instead (``stub_tools``):
+one without parameters that answers that the package is absent — so the agent built around it is the program's own,
+and a tool the migration dropped from it is still missing. Settings a program reads from the environment without a
+default get a harmless value (``env_it_reads``).
 """
 
 import asyncio
@@ -34,6 +37,12 @@ PROTECTED = ("osmosis_ai", "osmosis_compat", "strands", "agents", "litellm", "op
 #: parent packages given to single files so that their relative imports (``from .tools import x``) resolve to stubs
 ANCHOR = "_corpus_anchor_"
 STUBS = []  # the stubbed module names (see install_stubs)
+STUB_MODULE = []  # measure.py's stub module class, once install_stubs ran
+#: the modules each framework's agents come from (the migrated integrations' included)
+FRAMEWORKS = {
+    "strands": ("strands", "osmosis_ai.rollout.integrations.agents.strands"),
+    "agents": ("agents", "osmosis_ai.rollout.integrations.agents.openai_agents"),
+}
 
 
 def install_stubs(measure_path):
@@ -45,7 +54,130 @@ def install_stubs(measure_path):
     code = source.split('IMPORT_SNIPPET = r"""', 1)[1].split('"""', 1)[0].split("\nif STUBS:", 1)[0]
     exec(compile(code, measure_path + ":IMPORT_SNIPPET", "exec"), namespace)
     namespace["STUBS"] = STUBS  # the finder reads its module global at each lookup: this list
-    sys.meta_path.insert(0, namespace["_Finder"]())
+    STUB_MODULE.append(namespace["_StubModule"])
+
+    class ToolFinder(namespace["_Finder"]):
+        def exec_module(self, module):
+            super().exec_module(module)
+            TOOLS.arm(module)
+
+    sys.meta_path.insert(0, ToolFinder())
+
+
+def stubbed(module):
+    """True when ``module`` (a dotted name) is served by the stubs."""
+    return any(module == s or module.startswith(s + ".") for s in STUBS)
+
+
+class StubTools:
+    """The stub tools of the program being imported: ``{module: {name: tool}}``, set on those stub modules (the ones
+    created before, and each one created during the import, through ``arm``), and taken off again afterwards so that
+    another program importing the same name for another use gets the permissive stub."""
+
+    def __init__(self):
+        self.wanted = {}  # module -> {name: framework}
+        self.made = {}  # (framework, module, name) -> tool, shared by the programs that import it
+        self.armed = []  # (module object, name) set by arm
+
+    def use(self, wanted):
+        self.disarm()
+        self.wanted = wanted
+        for name in wanted:
+            module = sys.modules.get(name)
+            if module is not None:
+                self.arm(module)
+
+    def arm(self, module):
+        if not isinstance(module, STUB_MODULE[0]):
+            return
+        for name, framework in self.wanted.get(module.__name__, {}).items():
+            setattr(module, name, self.tool(framework, module.__name__, name))
+            self.armed.append((module, name))
+
+    def disarm(self):
+        for module, name in self.armed:
+            module.__dict__.pop(name, None)
+        self.armed, self.wanted = [], {}
+
+    def tool(self, framework, module, name):
+        key = (framework, module, name)
+        if key not in self.made:
+            self.made[key] = stub_tool(framework, module, name)
+        return self.made[key]
+
+    def used_by(self, program_module):
+        """The stub tools the imported program holds (``module.name``)."""
+        made = {id(t): f"{m}.{n}" for (_, m, n), t in self.made.items()}
+        return sorted({made[id(v)] for v in vars(program_module).values() if id(v) in made})
+
+
+def stub_tool(framework, module, name):
+    """A tool of ``framework`` (``strands`` / ``agents``) named ``name``, without parameters (a direct call's arguments
+    are dropped by the framework's validation), whose result says that ``module`` is not installed."""
+    top = module.split(".")[0]
+
+    def stub():
+        return f"{name}: {top} is not installed here (a stand-in for the tool)"
+
+    stub.__name__ = stub.__qualname__ = name
+    stub.__doc__ = f"Stand-in for {module}.{name}: {top} is not installed where this program is proven."
+    if framework == "strands":
+        from strands import tool
+    else:
+        from agents import function_tool as tool
+    return tool(stub)
+
+
+def tool_imports(path):
+    """``{module: {name: framework}}``: the names the program imports from an absolute module (``from M import n``,
+    bound to ``n`` or an alias) and uses as a tool — an element of a ``tools=[…]`` list or tuple, or called as
+    ``<x>.tool.<name>(…)`` — with the framework it builds agents with (``strands`` or ``agents``; a program
+    importing both, or neither, gets none: which one a tool is for is not known)."""
+    import ast
+
+    tree = ast.parse(open(path, "rb").read())
+    imported, modules = {}, set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            modules.add(node.module)
+            for alias in node.names:
+                imported[alias.asname or alias.name] = (node.module, alias.name)
+        elif isinstance(node, ast.Import):
+            modules.update(alias.name for alias in node.names)
+    frameworks = {f for f, roots in FRAMEWORKS.items() if any(m == r or m.startswith(r + ".") for m in modules
+                                                             for r in roots)}
+    if len(frameworks) != 1:
+        return {}
+    (framework,) = frameworks
+    listed, called = set(), set()  # local names in tools lists; tool names called directly (a tool's own name)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg == "tools" and isinstance(node.value, (ast.List, ast.Tuple)):
+            listed.update(e.id for e in node.value.elts if isinstance(e, ast.Name))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "tool"):
+            called.add(node.func.attr)
+    wanted = {}
+    for local, (module, name) in imported.items():
+        if local in listed or name in called:
+            wanted.setdefault(module, {})[name] = framework
+    return wanted
+
+
+def stubs_of(path, used):
+    """The stubbed modules the program imports (absolute imports served by the stubs, and ``used``: the ones its own
+    import added, relative ones included), whichever program's import stubbed them first."""
+    import ast
+
+    names = set(used)
+    for node in ast.walk(ast.parse(open(path, "rb").read())):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return sorted(n for n in names if n in used or stubbed(n))
+
+
+TOOLS = StubTools()
 
 
 class ImportTimeout(Exception):
@@ -181,7 +313,13 @@ def build(program, index, timeout):
     try:
         facts["env"] = env_it_reads(program["path"])
         os.environ.update(facts["env"])
-        module, facts["stubs"] = load(program, index, timeout)
+        TOOLS.use(tool_imports(program["path"]))
+        try:
+            module, used = load(program, index, timeout)
+            facts["stub_tools"] = TOOLS.used_by(module)
+        finally:
+            TOOLS.disarm()
+        facts["stubs"] = stubs_of(program["path"], used)
         workflow, grader, config = pick(module)
         facts.update(workflow=workflow.__name__, grader=grader.__name__ if grader else None)
         backend = LocalBackend(workflow=workflow, grader=grader, workflow_config=config)
