@@ -108,6 +108,8 @@ class Process:
     kind: str  # "input", "exit", "argparse", "argv", "sleep", "server", "repl", "confirm"
     in_loop: bool
     nested: Optional[str] = None
+    # a confirmation's declared answer when no one is there (``default=True``), if it is a plain literal
+    default: Optional[cst.BaseExpression] = None
 
 
 @dataclass
@@ -141,6 +143,18 @@ _INTERACTIVE_NAMES = {"input", "raw_input", "getpass", "confirm", "ask", "prompt
 
 _INTERACTIVE_RE = re.compile(r"^(input_\w+|\w+_input|get_input|ask_user\w*|prompt_user\w*|confirm\w*|\w+_confirm)$")
 _INTERACTIVE_MODULES = ("click.", "typer.", "rich.prompt.", "questionary.", "inquirer.", "prompt_toolkit.")
+
+
+def declared_default(call: cst.Call) -> Optional[cst.BaseExpression]:
+    """The literal a prompt call declares as its answer when nobody answers (``default=True``, ``fallback="n"``;
+    click, typer, rich and questionary all spell it so), or None."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value in ("default", "fallback"):
+            value = arg.value
+            if isinstance(value, cst.Name) and value.value in ("True", "False", "None") \
+                    or isinstance(value, (cst.SimpleString, cst.Integer, cst.Float)):
+                return value
+    return None
 
 
 def _is_interactive_func(name: str, source: str = "") -> bool:
@@ -440,7 +454,8 @@ class _Walker(cst.CSTVisitor):
         last = name.rsplit(".", 1)[-1]
         if _is_interactive_func(name, func_name):
             kind = "confirm" if "confirm" in last.lower() else "input"
-            self.f.process.append(Process(node, self.stmt, self.top, f"`{func_name or name}()`", kind, in_loop, self.nested))
+            self.f.process.append(Process(node, self.stmt, self.top, f"`{func_name or name}()`", kind, in_loop,
+                                          self.nested, declared_default(node) if kind == "confirm" else None))
         elif name in ("exit", "quit") or name in _EXIT:
             zero = not node.args or (
                 len(node.args) == 1 and isinstance(node.args[0].value, (cst.Integer, cst.Name))

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 
 import libcst as cst
 
-from codemods.analysis.body import body_facts, code, names_in
+from codemods.analysis.body import Process, body_facts, code, names_in
 from codemods.analysis.module import assigned_name
 from codemods.base import literal_eval
 from codemods.syntax import block_statements
@@ -105,6 +105,17 @@ _PROCESS_WORDS = re.compile(r"input|exit|quit|sleep|getpass|confirm|prompt|ask|a
 _PROCESS_WHAT = {"input": "asks the user ({})", "confirm": "asks a human to confirm ({})", "argv": "reads {}",
                  "exit": "ends the process ({})", "sleep": "calls {} (it would block the rollout server)",
                  "server": "starts a server or UI ({})", "argparse": "parses the command line ({})"}
+
+
+def interactive_calls(model: ModuleModel, fw: "Framework", name: str) -> list[Process]:
+    """The interactive and process-level calls of the top-level function ``name`` (what
+    :func:`interactive_function` words), in order; empty for a function that runs agents or has none."""
+    i = model.functions.get(name)
+    if i is None or name in model.helpers or name in model.runners or not interactive_function(model, fw, name):
+        return []
+    func = model.body[i]
+    assert isinstance(func, cst.FunctionDef)
+    return body_facts(list(block_statements(func.body)), fw, set()).process
 
 
 def interactive_function(model: ModuleModel, fw: "Framework", name: str) -> str:

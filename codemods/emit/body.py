@@ -65,7 +65,8 @@ class BodyEmitter(cst.CSTTransformer):
         self.hot: set[int] = set()
         self.hot_ids = {*plan.drop, *self.before, *self.session_ctors, *plan.model_assigns, *plan.ctors,
                         *(k for k in self.runs if k in plan.runs), *plan.thread_calls, *plan.exits, *plan.text_nodes,
-                        *plan.notes_at, *plan.sleeps, *plan.consume, *(id(c) for c, _ in plan.consume.values())}
+                        *plan.notes_at, *plan.sleeps, *plan.answers, *plan.consume,
+                        *(id(c) for c, _ in plan.consume.values())}
         self.consumed: dict[int, cst.Call] = {}  # id(generator call) → its rewritten form (for plan.consume)
         if plan.bind_at is not None:
             self.hot_ids.add(id(plan.bind_at))
@@ -237,6 +238,9 @@ class BodyEmitter(cst.CSTTransformer):
             return updated.args[0].value
         if p.factories and isinstance(original.func, cst.Name) and original.func.value in p.factories:
             return updated.with_changes(func=cst.Name(p.factories[original.func.value]))
+        if id(original) in p.answers:
+            fw.note_replaced(original.func)  # the confirmation's declared default: a rollout has no one to ask
+            return p.answers[id(original)]
         if id(original) in p.sleeps:
             # time.sleep(s) in run(): the same pause, without blocking the rollout server's event loop
             fw.needs_asyncio = True

@@ -73,8 +73,36 @@ def emit_module(module: cst.Module, fw: Framework, mp: ModulePlan) -> cst.Module
             _emit_workflow_in_place(fw, edit, p)
         else:
             _emit_driver(fw, mp, edit, p)
+    _emit_answers(fw, mp, edit)
     _mark_leftovers(fw, mp, edit)
     return _assemble(module, fw, mp, edit)
+
+
+class _Answer(cst.CSTTransformer):
+    def __init__(self, fw: Framework, answers: dict[int, cst.BaseExpression]) -> None:
+        self.fw, self.answers = fw, answers
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        if id(original) in self.answers:
+            self.fw.note_replaced(original.func)
+            return self.answers[id(original)]
+        return updated
+
+
+def _emit_answers(fw: Framework, mp: ModulePlan, edit: ModuleEdit) -> None:
+    """Module functions only migrated drivers call, whose confirmations now give their declared defaults."""
+    for p in mp.plans:
+        if p.problems:
+            continue
+        for name, answers in p.helper_answers.items():
+            i = mp.model.functions[name]
+            if i in edit.replacements or i in edit.removed:
+                continue
+            func = edit.body[i]
+            edit.replacements[i] = [func.visit(_Answer(fw, {id(call): value for call, value in answers}))]
+            given = ", ".join(f"`{code(call.func)}()` → its declared default `{code(value)}`" for call, value in answers)
+            fw.ctx.edit(fw.codes.wrap.code, func, f"`{name}()`: {given} (a rollout has no one to ask; only "
+                        "workflows call it)")
 
 
 def _emit_module_vars(fw: Framework, mp: ModulePlan, edit: ModuleEdit) -> None:

@@ -79,6 +79,9 @@ class Plan:
     # id(statement) → (generator call, async): the line that handed a generator to a response iterates it instead
     consume: dict[int, tuple[cst.Call, bool]] = field(default_factory=dict)
     sleeps: set[int] = field(default_factory=set)  # id(call) of ``time.sleep(s)`` that becomes ``await asyncio.sleep(s)``
+    answers: dict[int, cst.BaseExpression] = field(default_factory=dict)  # id(confirmation) → its declared default
+    # module functions only this driver calls whose confirmations get their declared defaults: name → answers
+    helper_answers: dict[str, list[tuple[cst.Call, cst.BaseExpression]]] = field(default_factory=dict)
     callers: list[int] = field(default_factory=list)  # top-level statements that call the driver (migrated)
     notes: list[str] = field(default_factory=list)  # extra words for the edit message
     prompt_text: bool = False  # the helper that extracts the prompt's user text is needed

@@ -49,6 +49,7 @@ from codemods.analysis.code_facts import (
     calls_of,
     calls_only,
     describe_stmt,
+    interactive_calls,
     interactive_function,
     is_expr_stmt_of,
     is_output_stmt,
@@ -1012,6 +1013,18 @@ class DriverPlanner:
                 p.prompt_text = True
         del other_uses
 
+    def answer_in_helper(self, name: str) -> bool:
+        """The module function ``name`` only asks for confirmations that declare their answer (``default=``) and
+        only this driver calls it: it is planned to give those answers (``Plan.helper_answers``)."""
+        asks = interactive_calls(self.m, self.fw, name)
+        if not asks or any(x.kind != "confirm" or x.default is None for x in asks):
+            return False
+        if not set(self.m.users(name, skip=[self.m.functions[name]])) <= set(self.d.indices):
+            return False
+        self.p.helper_answers[name] = [(x.node, x.default) for x in asks
+                                       if isinstance(x.node, cst.Call) and x.default is not None]
+        return True
+
     def expr_used_elsewhere(self) -> bool:
         count = 0
         for stmt in self.d.stmts:
@@ -1029,6 +1042,9 @@ class DriverPlanner:
                 continue
             if x.kind == "argparse" and allowed_argparse:
                 continue
+            if x.kind in ("input", "confirm") and isinstance(x.node, cst.Call) and isinstance(x.node.func, cst.Name) \
+                    and x.node.func.value in self.m.functions:
+                continue  # the module's own function, named like a prompt: what it does is checked below
             where = f" in `{x.nested}`" if x.nested else ""
             if x.kind == "input":
                 if x.in_loop and any(r.in_loop for r in f.runs):
@@ -1036,6 +1052,9 @@ class DriverPlanner:
                                  "conversation from ctx.prompt — write run() for one turn by hand")
                 else:
                     self.problem(f"it asks the user ({x.what}{where}) beyond its one input")
+            elif x.kind == "confirm" and x.default is not None:
+                p.answers[id(x.node)] = x.default  # the program's own answer for when no one is there
+                p.notes.append(f"{x.what} → its declared default `{code(x.default)}` (a rollout has no one to ask)")
             elif x.kind == "confirm":
                 self.problem(f"it asks a human to confirm ({x.what}{where}): a rollout has no one to ask")
             elif x.kind == "exit":
@@ -1064,7 +1083,7 @@ class DriverPlanner:
         # functions of the module it calls that are interactive themselves (`approved = ask_approval(item)`)
         for name in sorted(set(f.loads) & set(self.m.functions) - {self.d.name}):
             what = interactive_function(self.m, self.fw, name)
-            if what:
+            if what and not self.answer_in_helper(name):
                 self.problem(f"it calls `{name}()`, which {what}")
         # `while True` around a run without a way out but `break`: a loop the rollout would repeat forever
         for run in f.runs:

@@ -436,3 +436,69 @@ def test_module_level_state_other_code_shares_is_a_todo_and_nothing_is_edited():
     [driver] = [t for t in res.todos if t.code == "OM190"]
     assert "`manager` is handed to an agent as `conversation_manager=`" in driver.reason
     assert "helper_agent" in driver.reason and not res.edits
+
+
+# ------------------------------------------------------- confirmations with a declared answer (issue 18 item 1)
+
+CORPUS = Path(__file__).parent / "corpus"
+
+
+def _corpus_result(rel: str):
+    return migrate_source((CORPUS / rel).read_text(), filename=Path(rel).name)
+
+
+def test_a_confirmation_in_the_driver_gives_its_declared_default():
+    # verbatim corpus program: `approved = confirm_with_fallback("Approve…", default=False)` in the approval loop
+    res = _corpus_result("openai/oaa__examples__agent_patterns__human_in_the_loop_custom_rejection.py")
+    assert not [t for t in res.todos if t.code == "OM290"]
+    run = res.new_text.split("class MainWorkflow(AgentWorkflow):")[1]
+    assert "approved = False\n" in run and "confirm_with_fallback" not in res.new_text  # its import went too
+    assert "state.reject(" in run  # the loop's own handling of the answer is kept
+
+
+def test_a_module_confirm_helper_only_the_driver_calls_gives_its_declared_default():
+    res = _corpus_result("openai/oaa__examples__agent_patterns__human_in_the_loop.py")
+    assert not [t for t in res.todos if t.code == "OM290"]
+    helper = res.new_text.split("async def confirm(")[1].split("\nclass ")[0]
+    assert "return True\n" in helper and "confirm_with_fallback" not in res.new_text
+    assert 'confirmed = await confirm("\\nDo you approve this tool call?")' in res.new_text
+
+
+CONFIRM = '''import asyncio
+
+from agents import Agent, Runner
+from prompts import confirm_with_fallback
+
+agent = Agent(name="a", instructions="Be brief.")
+
+
+def ask(question):
+    return confirm_with_fallback(question{default})
+
+
+async def main():
+    result = await Runner.run(agent, "Hello?")
+    if ask("Show the answer?"):
+        print(result.final_output)
+{other}
+
+if __name__ == "__main__":
+    asyncio.run(main())
+'''
+
+
+@pytest.mark.parametrize("default, other, why", [
+    ("", "", "asks a human to confirm"),  # no declared answer: nobody to give one
+    (", default=True", "\n\ndef audit():\n    return ask(\"Keep the log?\")\n", "asks a human to confirm"),  # shared
+    (", default=input('?')", "", "asks a human to confirm"),  # an answer that is not a literal
+])
+def test_a_confirmation_without_a_literal_answer_or_shared_with_other_code_stays_a_todo(default, other, why):
+    res = migrate_source(CONFIRM.format(default=default, other=other), filename="confirm.py")
+    [todo] = [t for t in res.todos if t.code == "OM290"]
+    assert why in todo.reason and "class MainWorkflow" not in res.new_text
+
+
+def test_a_confirm_helper_with_a_literal_answer_is_answered_in_place():
+    res = migrate_source(CONFIRM.format(default=", default=True", other=""), filename="confirm.py")
+    assert "class MainWorkflow(AgentWorkflow)" in res.new_text and "def ask(question):\n    return True\n" in res.new_text
+    assert any("declared default `True`" in e.message for e in res.edits)
