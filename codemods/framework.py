@@ -141,9 +141,15 @@ class Framework(ABC):
     def run_shape(self, call: cst.Call, agents: set[str]) -> Optional[RunShape]:
         """How ``call`` runs an agent, if it is a run site (``agents``: names known to hold agents)."""
 
-    def has_run_site(self, node: cst.CSTNode, module_agents: set[str], producers: Sequence[str] = ()) -> bool:
-        """Whether ``node`` contains a run site (agents built in it, or got from a ``producers`` factory, count)."""
+    def has_run_site(self, node: cst.CSTNode, module_agents: set[str], producers: Sequence[str] = (),
+                     cache: bool = True) -> bool:
+        """Whether ``node`` contains a run site (agents built in it, or got from a ``producers`` factory, count).
+        ``cache=False`` for a node made for the question (its id may be reused by another node once it is gone)."""
         key = (id(node), frozenset(module_agents), tuple(producers))
+        if not cache:
+            collect = _RunSiteCollector(self, set(module_agents), producers)
+            fast_visit(node, collect)
+            return collect.found
         if key not in self._run_sites:
             collect = _RunSiteCollector(self, set(module_agents), producers)
             fast_visit(node, collect)  # one pass: assignments are seen before the calls that follow them

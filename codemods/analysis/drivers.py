@@ -30,6 +30,9 @@ class Driver:
     indices: list[int]  # top-level statements it is made of
     stmts: list[cst.BaseStatement]  # the statements of its body
     func: Optional[cst.FunctionDef] = None
+    # ``(class, method)`` of a library class's entry method: ``func`` is written by the analysis (one call of the
+    # method on a fresh object), not in the module; the workflow goes beside the class, which stays as it is
+    lifted: Optional[tuple[str, str]] = None
 
 
 _HANDLER_NAMES = re.compile(r"(^|_)(handler|lambda_handler|handle)$")
@@ -132,7 +135,59 @@ def find_drivers(model: ModuleModel, fw: "Framework") -> list[Driver]:
             and not is_import_stmt(body[j]) and not has_skip_marker(body[j])
         ]
         out.append(Driver("script", module_stem(model.filename) or "script", indices, [body[j] for j in indices]))
+    if not out and not any(is_workflow_class(body[i], model.table) for i in model.classes.values()):
+        out.extend(_library_class_entries(model, fw, classes))  # (a workflow here: migrated by an earlier run)
     return out
+
+
+def _library_class_entries(model: ModuleModel, fw: "Framework", classes: set[str]) -> list[Driver]:
+    """A module with nothing that runs an agent but classes whose one public method does, on one text input: a
+    library its importers drive (``Assistant().chat(message)``). That call, written as a function, is the driver —
+    so the module gains a workflow beside the class, and its importers keep the class."""
+    out: list[Driver] = []
+    agent_names = set(model.agents) | set(model.imported_agents)
+    for name in sorted(classes & set(model.classes)):
+        i = model.classes[name]
+        cls = model.body[i]
+        if not isinstance(cls, cst.ClassDef) or has_skip_marker(cls) or cls.decorators or model.users(name, skip=[i]) \
+                or model.external.get(name):
+            continue  # used here or by modules of the run: those users are the drivers
+        methods = {m.name.value: m for m in block_statements(cls.body) if isinstance(m, cst.FunctionDef)}
+        init = methods.get("__init__")
+        if init is not None and _required_params(init)[1:]:
+            continue  # the workflow could not build one
+        public = [m for n, m in methods.items() if not n.startswith("_")]
+
+        def runs_with(keep: list[cst.FunctionDef]) -> bool:
+            # the class with only ``keep`` of its public methods: agents kept on `self` by `__init__` are seen
+            body = [st for st in cls.body.body if not (isinstance(st, cst.FunctionDef) and st in public
+                                                       and st not in keep)]
+            return fw.has_run_site(cls.body.with_changes(body=body), agent_names, set(), cache=False)
+
+        if runs_with([]):
+            continue  # it runs an agent while it is built: no method is the entry
+        entries = [m for m in public if not m.decorators and runs_with([m])]
+        if len(entries) != 1 or len(_required_params(entries[0])) != 2:
+            continue
+        method = entries[0]
+        param = _required_params(method)[1]
+        is_async = method.asynchronous is not None
+        call = f"{'await ' if is_async else ''}{name}().{method.name.value}({param})"
+        func = cst.parse_statement(f"{'async ' if is_async else ''}def {name}_{method.name.value}({param}):\n"
+                                   f"    return {call}\n")
+        assert isinstance(func, cst.FunctionDef)
+        out.append(Driver("function", f"{name}_{method.name.value}", [i], list(block_statements(func.body)), func,
+                          lifted=(name, method.name.value)))
+    return out
+
+
+def _required_params(func: cst.FunctionDef) -> list[str]:
+    """The names of the positional parameters without a default (``self`` included); a required keyword-only
+    parameter or ``*args`` counts as one no call here could fill (``"*"``)."""
+    params = func.params
+    names = [p.name.value for p in (*params.posonly_params, *params.params) if p.default is None]
+    names += ["*" for p in params.kwonly_params if p.default is None]
+    return names
 
 
 def _script_start(model: ModuleModel, first_run: int) -> int:

@@ -298,8 +298,9 @@ def _emit_driver(fw: Framework, mp: ModulePlan, edit: ModuleEdit, p: Plan) -> No
     blank2 = [cst.EmptyLine(), cst.EmptyLine()]
     if p.mode == "beside":
         cls = workflow_class(cls_name, [strip_comments(s) for s in inner], [], blank2)
-        edit.replacements[first] = [body[first], cls]
-        fw.ctx.edit(wrap, body[first], f"`{d.name}` wrapped as {cls_name}(AgentWorkflow).run() beside it "
+        edit.replacements[first] = [*edit.replacements.get(first, [body[first]]), cls]  # after a rollout copy
+        what = f"{d.lifted[0]}().{d.lifted[1]}()" if d.lifted is not None else d.name
+        fw.ctx.edit(wrap, body[first], f"`{what}` wrapped as {cls_name}(AgentWorkflow).run() beside it "
                     f"({'; '.join(p.notes)})")
     elif d.kind == "function":
         edit.replacements[first] = [workflow_class(cls_name, inner, footer, body[first].leading_lines)]

@@ -125,6 +125,8 @@ def plan_module(module: cst.Module, fw: "Framework") -> Optional[ModulePlan]:
     drivers = find_drivers(model, fw) + _workflow_drivers(model, fw)
     done_beside = [d for d in drivers if d.kind == "function" and has_workflow_beside(model, d, fw.table)]
     plans = [plan_driver(model, fw, d, fw.target) for d in drivers if d not in done_beside]
+    # a library class's entry (find_drivers) is an offer: if it cannot be migrated, the class's own TODOs say why
+    plans = [p for p in plans if not (p.driver.lifted is not None and p.problems)]
     mp = ModulePlan(model=model, counts=counts, plans=plans, done_beside=done_beside, offered=offered,
                     refused=refused)
     _plan_moves(mp)
@@ -219,7 +221,9 @@ def _plan_placements(mp: ModulePlan, fw: "Framework", top_names: set[str]) -> No
                 in_place = all(j in mp.inplace_idx or j in moved_idx for j in uses)
             else:
                 in_place = all(j in mp.inplace_idx for j in uses)
-            in_place = in_place and not model.external.get(name)
+            # a library class a lifted driver calls is its importers' (the workflow beside it uses a copy)
+            lifted = any(p.driver.lifted is not None and p.driver.lifted[0] == name for p in users)
+            in_place = in_place and not model.external.get(name) and not lifted
             new_name = None
             if not in_place:
                 new_name = unique_name(f"{name}ForRollout" if kind == "class" else f"{name}_for_rollout", top_names)

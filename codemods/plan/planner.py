@@ -451,6 +451,11 @@ class DriverPlanner:
         if d.kind != "function":
             p.mode = "inplace"
             return
+        if d.lifted is not None:
+            p.mode = "beside"  # the class stays for its importers; the workflow runs one call of its entry method
+            p.notes.append(f"`{d.lifted[0]}` kept for its importers; the workflow calls `{d.lifted[0]}()."
+                           f"{d.lifted[1]}()` with the prompt's text")
+            return
         func = d.func
         assert func is not None
         index = d.indices[0]

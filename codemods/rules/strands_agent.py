@@ -204,7 +204,7 @@ class StrandsFramework(Framework):
     def plan_model(self, ctor: cst.Call, planner: "DriverPlanner", nested: Optional[str]):
         arg = self._model_arg(ctor)
         value = arg.value if arg is not None else None
-        if value is None or is_string(value) or isinstance(value, cst.FormattedString):
+        if value is None or self._is_model_id(value):
             # no model (Strands' default: Bedrock) or a fixed model id: the rollout placeholder instead
             self.need(STRANDS_MOD, "OsmosisRolloutModel")
             note = "none (Strands' default, Bedrock)" if value is None else f"`{code(value, 40)}`"
@@ -224,7 +224,7 @@ class StrandsFramework(Framework):
             if where == "param":
                 return CtorPlan(), (f"its model comes from the parameter `{value.value}`: the rollout placeholder "
                                     "must be built inside run() — pass OsmosisRolloutModel(params={...}) by hand"), []
-            if held is not None and is_string(held):
+            if held is not None and self._is_model_id(held):
                 self.need(STRANDS_MOD, "OsmosisRolloutModel")
                 return CtorPlan(model=cst.Call(func=cst.Name("OsmosisRolloutModel")), model_note=f"`{value.value}`"), "", []
             if not isinstance(held, cst.Call):
@@ -247,10 +247,19 @@ class StrandsFramework(Framework):
             if new is not held:
                 planner.p.model_assigns[id(held)] = new  # `self.model = LiteLLMModel(...)`: converted where it is set
             return CtorPlan(), "", gone
-        if held is not None and is_string(held):
+        if held is not None and self._is_model_id(held):
             self.need(STRANDS_MOD, "OsmosisRolloutModel")
             return CtorPlan(model=cst.Call(func=cst.Name("OsmosisRolloutModel")), model_note=f"`{code(value)}`"), "", []
         return CtorPlan(), f"its model `{code(value, 40)}` cannot be traced to a model the migration knows", []
+
+    def _is_model_id(self, value: cst.BaseExpression) -> bool:
+        """A string for ``model=``: Strands reads it as a Bedrock model id — a literal, an f-string, or read from the
+        environment (``os.environ["X"]``, ``os.environ.get("X", …)``, ``os.getenv("X")``)."""
+        if is_string(value) or isinstance(value, cst.FormattedString):
+            return True
+        if isinstance(value, cst.Subscript):
+            return self.table.resolve(value.value) == "os.environ"
+        return isinstance(value, cst.Call) and self.table.resolve(value.func) in ("os.getenv", "os.environ.get")
 
     def plan_plain_model(self, ctor: cst.Call, planner: "DriverPlanner") -> Optional[CtorPlan]:
         """The rollout's model for an agent that is not the sample: ``_rollout_model(params={…})`` (generated into
@@ -262,7 +271,7 @@ class StrandsFramework(Framework):
             value = resolved[1] if resolved is not None and resolved[0] != "param" else value
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == ROLLOUT_MODEL:
             return CtorPlan(plain=True)  # on the rollout's model already (a previous migration)
-        if value is None or is_string(value) or isinstance(value, cst.FormattedString):
+        if value is None or self._is_model_id(value):
             args: Sequence[cst.Arg] = []
         elif isinstance(value, cst.Call):
             new, problem, _ = self.convert_model_call(value)
@@ -379,7 +388,7 @@ class StrandsFramework(Framework):
         original = run.call
         new = call
         if rp.method is not None:
-            if isinstance(new.func, cst.Attribute):
+            if isinstance(new.func, cst.Attribute) and run.shape.method != "call":  # `agent.method(…)`
                 new = new.with_changes(func=new.func.with_changes(attr=cst.Name(rp.method)))
             else:
                 new = new.with_changes(func=cst.Attribute(value=new.func, attr=cst.Name(rp.method)))

@@ -502,3 +502,47 @@ def test_a_confirm_helper_with_a_literal_answer_is_answered_in_place():
     res = migrate_source(CONFIRM.format(default=", default=True", other=""), filename="confirm.py")
     assert "class MainWorkflow(AgentWorkflow)" in res.new_text and "def ask(question):\n    return True\n" in res.new_text
     assert any("declared default `True`" in e.message for e in res.edits)
+
+
+# ---------------------------------------------------- a library class's entry method (issue 18 items 1 and 4)
+
+
+def test_a_library_class_stays_for_its_importers_and_a_workflow_runs_its_entry_method():
+    out = migrated("strands_agent/library_class.py")
+    original = (FIXTURES / "strands_agent/library_class.py").read_text()
+    cls = original[original.index("class ChatAssistant:"):]
+    assert cls in out  # byte for byte: importers keep the class they use
+    copy = out.split("class ChatAssistantForRollout:")[1].split("\nclass ")[0]
+    assert "self.agent = OsmosisStrandsAgent(" in copy and "await self.agent.invoke_async(message)" in copy
+    run = out.split("class ChatAssistantChatWorkflow(AgentWorkflow):")[1]
+    assert "await ChatAssistantForRollout().chat(message)" in run and "message = _prompt_text(ctx.prompt)" in run
+
+
+@pytest.mark.parametrize("change", [
+    ("def __init__(self, system_prompt: Optional[str] = None):", "def __init__(self, system_prompt: str):"),
+    ("async def chat(self, message: str, verbose: bool = False)", "async def chat(self, message: str, verbose: bool)"),
+    ("    def _text(self, response) -> str:", "    def text(self, response) -> str:\n        return str(self.agent(response))\n\n    def _text(self, response) -> str:"),
+])
+def test_no_entry_is_guessed_when_the_class_cannot_be_built_or_has_several(change):
+    # a required constructor argument, a second required parameter, two public methods that run the agent
+    program = (FIXTURES / "strands_agent/library_class.py").read_text().replace(*change)
+    res = migrate_source(program, filename="library_class.py")
+    assert "class ChatAssistantChatWorkflow" not in res.new_text and not res.edits  # the OM191 TODO only
+    assert [t.code for t in res.todos] == ["OM191"]
+
+
+def test_a_lifted_workflow_is_a_fixed_point():
+    out = migrated("strands_agent/library_class.py")
+    again = migrate_source(out, filename="library_class.py")
+    assert again.new_text == out
+
+
+@pytest.mark.parametrize("model", ['os.environ["MODEL_ID"]', 'os.getenv("MODEL_ID")',
+                                   'os.environ.get("MODEL_ID", "us.amazon.nova-lite-v1:0")'])
+def test_a_strands_model_id_read_from_the_environment_becomes_the_placeholder(model):
+    # Strands reads a string `model=` as a Bedrock model id, wherever the string comes from
+    program = (f"import os\n\nfrom strands import Agent\n\nMODEL = {model}\n\n\ndef main():\n"
+               "    agent = Agent(model=MODEL)\n    print(agent(\"Hi\"))\n\n\nif __name__ == \"__main__\":\n    main()\n")
+    res = migrate_source(program, filename="env_model.py")
+    assert "OsmosisStrandsAgent(model=OsmosisRolloutModel()," in res.new_text
+    assert not [t for t in res.todos if t.code == "OM190"]
