@@ -184,6 +184,25 @@ def test_a_loop_without_reward_gets_the_documented_starting_rule():
     assert "grader=AdderGrader" in result.new_text
 
 
+def test_exits_without_a_reward_beside_rewarded_ones_get_om393_as_its_title_says():
+    """OM393 is what the registry (and docs/migrate.md's table) says it is: some exits passed no reward and the
+    grader gives every rollout the reward the others passed. Exits passing *different* rewards are no OM393: run()
+    hands its reward over in the sample (carry)."""
+    from codemods import codes
+
+    last = 'return ctx.complete(messages, finish_reason="max_turns")'
+    mixed = _text("sdk_docs_no_reward").replace(last, last[:-1] + ", reward=0.0)")
+    result = _migrate(mixed)
+    todo = next(t for t in result.todos if t.code == codes.LEGACY_REWARD_MIXED.code)
+    assert "1 of the loop's exits passed no reward" in todo.reason and "every rollout the reward `0.0`" in todo.reason
+    assert "ctx.set_reward(0.0)" in result.new_text
+    title = codes.LEGACY_REWARD_MIXED.title
+    assert "passed no reward" in title and "every rollout the reward the other exits passed" in title
+    different = mixed.replace("return ctx.complete(messages)\n", "return ctx.complete(messages, reward=1.0)\n")
+    result = _migrate(different)
+    assert result.todos == [] and 'ctx.set_reward(ctx.sample.metrics.get("reward"))' in result.new_text
+
+
 def test_init_takes_the_workflow_config_and_its_arguments_are_bound_where_the_module_built_it():
     out = _migrate(_text("init_with_args")).new_text
     assert "def __init__(self, system_prompt: str, temperature: float = 0.7, config=None):" in out
