@@ -203,6 +203,28 @@ def test_the_om191_of_a_tools_own_agent_says_what_the_plan_did_at_each_target():
     assert "not part of the trained sample" in reason and "once every caller" not in reason
 
 
+def test_the_rule_docstrings_say_what_the_0_3_plan_does_with_several_agents():
+    """At 0.3 a program with several agents is migrated with exactly one sample source per run(): Strands keeps one
+    OsmosisStrandsAgent and the other agents plain, each with an OM191; OpenAI Agents gives every agent the
+    placeholder and one session, to the sample run only. The rules' module docstrings say that (they used to say
+    0.3 refused more than one agent)."""
+    from codemods.rules import openai_agent, strands_agent
+
+    res = result("strands_agent/chained_template.py", target="0.3")
+    assert res.new_text.count("OsmosisStrandsAgent(") == 1 and "researcher = Agent(model=_rollout_model(" in res.new_text
+    assert [t.code for t in res.todos if t.code == "OM191"] == ["OM191"]
+    doc = " ".join(strands_agent.__doc__.split())
+    assert "more than one agent, means no migration" not in doc
+    assert "only the agent of the sample run" in doc and "other agents stay ``strands.Agent``" in doc
+    assert "each with an OM191 TODO naming the sample" in doc
+    out = migrated("openai_agent/deterministic_chain.py", target="0.3")
+    assert out.count("OsmosisMemorySession()") == 1 and out.count("session=session") == 1
+    assert out.count("OsmosisAgent(") == 3
+    doc = " ".join(openai_agent.__doc__.split())
+    assert "a workflow that needs more than one session is not migrated" not in doc
+    assert "handed to the sample run only" in doc and "the other runs keep their inputs and run without a session" in doc
+
+
 def test_the_tree_of_a_tool_used_by_another_module_keeps_working(tmp_path):
     import shutil
 
