@@ -211,7 +211,8 @@ def test_the_rule_docstrings_say_what_the_0_3_plan_does_with_several_agents():
     from codemods.rules import openai_agent, strands_agent
 
     res = result("strands_agent/chained_template.py", target="0.3")
-    assert res.new_text.count("OsmosisStrandsAgent(") == 1 and "researcher = Agent(model=_rollout_model(" in res.new_text
+    assert res.new_text.count("OsmosisStrandsAgent(") == 1
+    assert "researcher = Agent(model=_rollout_model(" in res.new_text
     assert [t.code for t in res.todos if t.code == "OM191"] == ["OM191"]
     doc = " ".join(strands_agent.__doc__.split())
     assert "more than one agent, means no migration" not in doc
@@ -222,7 +223,8 @@ def test_the_rule_docstrings_say_what_the_0_3_plan_does_with_several_agents():
     assert out.count("OsmosisAgent(") == 3
     doc = " ".join(openai_agent.__doc__.split())
     assert "a workflow that needs more than one session is not migrated" not in doc
-    assert "handed to the sample run only" in doc and "the other runs keep their inputs and run without a session" in doc
+    assert "handed to the sample run only" in doc
+    assert "the other runs keep their inputs and run without a session" in doc
 
 
 def test_the_tree_of_a_tool_used_by_another_module_keeps_working(tmp_path):
