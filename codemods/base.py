@@ -43,6 +43,7 @@ from typing import Any, ClassVar, Optional, Union
 
 import libcst as cst
 
+from codemods import codes
 from codemods.markers import group_comments, marker_text
 from codemods.options import DEFAULT_TARGET, STRATEGIES, TARGETS  # noqa: F401  (re-exported)
 from codemods.visit import visit as fast_visit
@@ -267,12 +268,27 @@ class RuleContext:
         return self.lines.get(id(node_or_line), 0)
 
     def edit(self, code: str, node_or_line: NodeOrLine, message: str) -> None:
-        """Record an edit made by rule code ``code`` at ``node_or_line``."""
-        self.edits.append(Edit(code, self.line_of(node_or_line), message))
+        """Record an edit made by rule code ``code`` (an edit code of :data:`codemods.codes.REGISTRY`) at
+        ``node_or_line``."""
+        self.edits.append(Edit(_registered(code, "edit"), self.line_of(node_or_line), message))
 
     def todo(self, code: str, node_or_line: NodeOrLine, reason: str) -> None:
-        """Record a TODO left for a human (the caller also adds the comment with :func:`with_todo_comment`)."""
-        self.todos.append(Todo(code, self.line_of(node_or_line), reason))
+        """Record a TODO left for a human (the caller also adds the comment with :func:`with_todo_comment`);
+        ``code`` is a TODO code of :data:`codemods.codes.REGISTRY`."""
+        self.todos.append(Todo(_registered(code, "todo"), self.line_of(node_or_line), reason))
+
+
+def _registered(code: str, kind: str) -> str:
+    """``code`` when the registry declares it as a code of ``kind``; else a ``ValueError`` naming it — so a typo
+    cannot ship a code that docs/migrate.md does not document."""
+    entry = codes.REGISTRY.get(code)
+    if entry is None:
+        raise ValueError(f"code {code!r} is not declared in codemods/codes.py (REGISTRY): declare it there and "
+                         "document it in docs/migrate.md's Codes table, or pass the constant of a declared code")
+    if entry.kind != kind:
+        raise ValueError(f"code {code!r} is a{'n' if entry.kind == 'edit' else ''} {entry.kind} code "
+                         f"({entry.title}); it cannot be recorded as a{'n' if kind == 'edit' else ''} {kind}")
+    return code
 
 
 def statement_lines(module: cst.Module, tree: ast.Module) -> dict[int, int]:

@@ -105,7 +105,8 @@ LEGACY_NOT_REWRITTEN = _code("OM390", "legacy-loop", "todo", "a loop that is not
 LEGACY_APP_ARGS = _code("OM391", "legacy-loop", "todo", "create_app arguments with no equivalent")
 LEGACY_PLACEMENT = _code("OM392", "legacy-loop", "todo", "a loop class inside a function, or several workflows "
                          "in one module")
-LEGACY_REWARD_MIXED = _code("OM393", "legacy-loop", "todo", "exits that pass different rewards")
+LEGACY_REWARD_MIXED = _code("OM393", "legacy-loop", "todo", "some exits passed no reward: the grader gives every "
+                            "rollout the reward the other exits passed")
 LEGACY_NO_REWARD = _code("OM394", "legacy-loop", "todo", "the loop passed no reward: the generated grader's rule "
                          "is a starting point")
 LEGACY_WRAP_NOTE = _code("OM395", "legacy-loop", "todo", "an explicit wrap: the file runs on osmosis-compat, not "

@@ -97,9 +97,7 @@ class LeftoverMarker(cst.CSTTransformer):
             return f"{label}: `{var}` is also used by {names}, which is not a migrated workflow{target}"
         scope = ".".join(self.scopes)
         if self.decorated_tool and self.decorated_tool[0]:
-            return (f"{label}: the tool `{self.scopes[0]}` builds and runs its own agent; it runs inside a rollout only when "
-                    f"an agent calls it there — give it {fw.osmosis_agent[1]} with the placeholder model once every "
-                    "caller of the tool is a workflow")
+            return f"{label}: {self.tool_reason(self.scopes[0])}"
         top = self.scopes[0]
         failed = [p for p in self.plans if p.problems and p.driver.name == top]
         if failed:
@@ -119,6 +117,29 @@ class LeftoverMarker(cst.CSTTransformer):
             return (f"{label}: `{top}` builds it for callers that are not workflows "
                     f"({', '.join(_scope_name(model.body[j]) for j in users[:3])}){target}")
         return f"{label}: `{scope}` builds it but nothing in this module runs it{target}"
+
+    def tool_reason(self, tool: str) -> str:
+        """Why the agent a tool builds and runs for itself stays plain. osmosis-ai 0.3 takes one sample source per
+        rollout and each OsmosisStrandsAgent is one, so (Strands, 0.3) the plan never converts it: it runs on its own
+        model and is not part of the trained sample. Otherwise the plan converts it once every caller of the tool is
+        a workflow. The text depends on nothing a migration changes (the workflow is not there yet on the first run,
+        there on the next), so a re-run writes the same marker."""
+        fw = self.fw
+        osmosis = fw.osmosis_agent[1]
+        head = (f"the tool `{tool}` builds and runs its own agent; it runs inside a rollout only when an agent calls "
+                "it there")
+        if not (fw.target.startswith("0.3") and fw.agent_is_sample_source):
+            later = f"give it {osmosis} with the placeholder model once every caller of the tool is a workflow"
+            if fw.target.startswith("0.3"):  # OpenAI Agents: the sample is the session's run, not an agent
+                later += " (it then runs on the rollout's model without a session: not part of the sample)"
+            elif fw.agent_is_sample_source:
+                later += " (at 0.2 each call of the tool then records a sample of its own)"
+            return f"{head} - {later}"
+        return (f"{head}, and osmosis-ai 0.3 records one conversation per rollout, the one of the workflow's "
+                f"{osmosis} (the rollout's sample), not this agent's: this one runs on its own model, and its "
+                f"conversation is not part of the trained sample. To train it instead, make it the rollout's one "
+                f"{osmosis} (model=OsmosisRolloutModel()) and the workflow's {osmosis} a plain Agent - only if the "
+                f"tool runs at most once per rollout (a second {osmosis} in one rollout raises)")
 
     def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
         flagged = self.stack.pop()

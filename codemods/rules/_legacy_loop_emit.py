@@ -469,7 +469,12 @@ def backend_statement(
     return stmt
 
 
-def server_call(backend_var: str) -> cst.Call:
+def server_call(backend_var: str, api_key: Optional[cst.BaseExpression] = None) -> cst.Call:
+    """``create_rollout_server(backend=<backend_var>)``, with ``api_key=<api_key>`` (the expression ``create_app``
+    was given) when there is one to keep."""
     expr = cst.parse_expression(f"create_rollout_server(backend={backend_var})")
     assert isinstance(expr, cst.Call)
-    return expr
+    if api_key is None:
+        return expr
+    no_space = cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(""))
+    return expr.with_changes(args=[*expr.args, cst.Arg(value=api_key, keyword=cst.Name("api_key"), equal=no_space)])

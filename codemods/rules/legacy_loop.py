@@ -24,8 +24,9 @@ follows it (OM302), with TODO OM395 saying the file now needs osmosis-compat.
 
 **Serving lines** (both): ``agent_loop = X()`` / ``app = create_app(agent_loop, …)`` (module level or in a function)
 become ``backend = LocalBackend(workflow=…, workflow_config=…, grader=…)`` / ``app = create_rollout_server(…)``
-(OM303); ``max_concurrent`` becomes the config's ``concurrency`` (legacy default 100 when absent); other
-``create_app`` arguments are listed in an OM391 TODO.
+(OM303); ``max_concurrent`` becomes the config's ``concurrency`` (legacy default 100 when absent); ``api_key`` stays,
+as ``create_rollout_server(api_key=…)``, at target 0.3 (0.2.31's takes none); other ``create_app`` arguments are
+listed in an OM391 TODO.
 
 TODOs: OM390 a loop that is not rewritten (the precise reason); OM391 ``create_app`` arguments with no equivalent;
 OM392 a loop class inside a function, or several workflows in one module; OM393/OM394 rewards; OM395 an explicit
@@ -97,7 +98,8 @@ class _Site:
     var: Optional[str]
     build: Optional[cst.Call]  # the `X(…)` call that builds the instance it serves
     kwargs: dict[str, cst.BaseExpression] = field(default_factory=dict)
-    other: list[str] = field(default_factory=list)  # source of arguments without an equivalent
+    # the other arguments (max_concurrent aside): (keyword, or None for a positional or ``**`` one; its source)
+    other: list[tuple[Optional[str], str]] = field(default_factory=list)
 
 
 @dataclass
@@ -235,9 +237,9 @@ class _Migration:
                 elif arg.keyword is not None and not arg.star:
                     site.kwargs[arg.keyword.value] = arg.value
                     if arg.keyword.value != "max_concurrent":
-                        site.other.append(self.module.code_for_node(arg).strip().rstrip(","))
+                        site.other.append((arg.keyword.value, self.module.code_for_node(arg).strip().rstrip(",")))
                 else:
-                    site.other.append(self.module.code_for_node(arg).strip().rstrip(","))
+                    site.other.append((None, self.module.code_for_node(arg).strip().rstrip(",")))
             out.append(site)
         return out
 
@@ -423,16 +425,24 @@ class _Migration:
                 # the backend goes first: it takes the blank lines and comments above the statement
                 out.append(self.backend_for(site, decisions[site.class_name], new_stmt.leading_lines))
                 new_stmt = new_stmt.with_changes(leading_lines=[])
-            new_stmt = new_stmt.visit(_SwapCall(site.call, server_call(self.backends[id(site)])))
+            # osmosis-ai 0.3.8's create_rollout_server(api_key=…) guards the server as create_app(api_key=…) did
+            # (0.2.31's takes no api_key: there it is dropped with the others, below)
+            api_key = site.kwargs.get("api_key") if self.ctx.target == "0.3" else None
+            new_stmt = new_stmt.visit(_SwapCall(site.call, server_call(self.backends[id(site)], api_key)))
             self.removed_refs.add("create_app")
+            kept = ("; api_key kept: create_rollout_server(api_key=...) (osmosis-ai 0.3.8 then requires "
+                    "`Authorization: Bearer <key>` on every route, /health included)") if api_key is not None else ""
             self.ctx.edit(codes.LEGACY_SERVING.code, stmt, f"create_app({site.var or site.class_name + '(…)'}) → "
-                          "create_rollout_server(backend=LocalBackend(...))")
-            if site.other:
+                          f"create_rollout_server(backend=LocalBackend(...)){kept}")
+            dropped = [text for keyword, text in site.other if not (api_key is not None and keyword == "api_key")]
+            if dropped:
+                where = "settings/record_ttl_seconds/debug_dir" + ("" if self.ctx.target == "0.3" else "/api_key")
+                why = " (osmosis-ai 0.2.31's create_rollout_server takes no api_key)" if any(
+                    keyword == "api_key" for keyword, _ in site.other) and self.ctx.target != "0.3" else ""
                 reason = (
                     "create_app() arguments with no LocalBackend/create_rollout_server equivalent were "
-                    f"dropped: {'; '.join(site.other)} — on_startup/on_shutdown: pass "
-                    "create_rollout_server(lifespan=...); settings/record_ttl_seconds/debug_dir/api_key: "
-                    "see docs/migrate.md"
+                    f"dropped: {'; '.join(dropped)} — on_startup/on_shutdown: pass "
+                    f"create_rollout_server(lifespan=...); {where}: see docs/migrate.md{why}"
                 )
                 new_stmt = with_todo_comment(new_stmt, codes.LEGACY_APP_ARGS.code, reason)
                 self.ctx.todo(codes.LEGACY_APP_ARGS.code, stmt, reason)

@@ -10,11 +10,15 @@ engine (:mod:`codemods.plain`: analysis → plan → emit):
    ``OsmosisRolloutModel()``; sampling settings stay in ``ModelSettings`` (OM202; a module-level model variable
    only migrated agents use becomes the placeholder where it is, OM201); a ``RunConfig(model=…)`` that would
    override it loses that argument;
-3. sessions, one per sample (OM206): each run gets ``OsmosisMemorySession(name="<agent>")`` created once before it
-   (names distinct: ``agent``, ``agent_2``…); a run in a loop or a nested function a fresh unnamed one per pass; a
-   resumed ``RunState`` keeps the session of the run it continues; a session object of the program
-   (``SQLiteSession(...)``) becomes the ``OsmosisMemorySession``; with ``--target 0.3`` (one sample per rollout,
-   unnamed sessions) a workflow that needs more than one session is not migrated;
+3. sessions (OM206). Target 0.3 (one sample per rollout, unnamed sessions): one ``OsmosisMemorySession()`` created
+   at the top of ``run()`` and handed to the sample run only — the driver's last run that runs once per rollout;
+   the other runs keep their inputs and run without a session (their agents are ``OsmosisAgent`` too, on the
+   placeholder: not part of the sample); a session object of the program (``SQLiteSession(...)``) becomes that
+   session. Not migrated (OM290): every run repeats, the runs all happen inside another function or class, the
+   session is built again on every loop pass, or more than one session is needed. Target 0.2, every session a
+   sample: each run gets ``OsmosisMemorySession(name="<agent>")`` created once before it (names distinct:
+   ``agent``, ``agent_2``…); a run in a loop or a nested function a fresh unnamed one per pass; a resumed
+   ``RunState`` keeps the session of the run it continues;
 4. the runner is wrapped in ``AgentWorkflow.run()`` (OM203); only the program's input becomes ``ctx.prompt`` (OM205:
    ``run_sync`` → awaited ``run``; ``run_streamed`` keeps its stream, consumed inside ``run()``; ``asyncio.gather``
    keeps its awaitables).

@@ -18,8 +18,16 @@ safe by the engine (:mod:`codemods.plain`: analysis → plan → emit):
    starts from ``messages=ctx.prompt`` (or, when it is not the agent's first run, takes the prompt's text); every
    other input (a template around the input, a previous agent's output) is kept; sync calls become awaited
    ``invoke_async()``, ``structured_output`` → ``structured_output_async`` (OM105); ``stream_async`` keeps its
-   stream. Each ``OsmosisStrandsAgent`` registers one sample, so an agent with a fixed ``name=`` built in a loop, or
-   (``--target 0.3``: one sample per rollout) more than one agent, means no migration.
+   stream.
+
+Samples: each ``OsmosisStrandsAgent`` registers itself as a sample source. Target 0.3 (one sample per rollout): only
+the agent of the sample run — the driver's last run that runs once per rollout — becomes ``OsmosisStrandsAgent``;
+the driver's other agents stay ``strands.Agent``, on the rollout's model (``_rollout_model(...)``, written into the
+file) or, when theirs cannot be carried over, their own, each with an OM191 TODO naming the sample; a ``@tool`` that
+runs its own agent keeps it plain (OM191). A workflow that would build the trained agent more than once, or train
+several agents with no single run ending it, is not migrated (OM190). Target 0.2: every agent becomes
+``OsmosisStrandsAgent``, each a sample; one with a literal ``name=`` built in a loop or helper, or two with one name,
+means no migration.
 
 TODOs: OM190 driver not migrated (the reason named), OM191 plain agent left (why), OM194 several workflows in one
 module, OM195 no grader.

@@ -53,6 +53,8 @@ class _To03(cst.CSTTransformer):
         self.ctx, self.table = ctx, table
         self.todo_stack: list[list[str]] = []  # reasons collected for the statement being rebuilt
         self.handled: set[int] = set()  # set_sample_reward calls / ctx.samples reads a grader-loop rewrite takes care of
+        # the run() being walked that builds several sample sources: it gets the OM590 TODO when it is left
+        self.pending_run_todo: Optional[cst.FunctionDef] = None
 
     # ------------------------------------------------------------------ statements (TODO markers attach here)
 
@@ -75,7 +77,7 @@ class _To03(cst.CSTTransformer):
         return True
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef):
-        if getattr(self, "pending_run_todo", None) is original:
+        if self.pending_run_todo is original:
             self.pending_run_todo = None
             reason = ("this run() builds several sample sources (OsmosisStrandsAgent / OsmosisMemorySession); "
                       "osmosis-ai 0.3 takes one per rollout (set_sample_source raises on a second): keep one, or "

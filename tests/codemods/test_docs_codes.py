@@ -167,3 +167,26 @@ def test_the_check_finds_a_code_literal(tmp_path):
     sample.write_text('"""Doc naming OM103 is fine."""\n'
                       'A = "OM103"\nB = f"OM{2}90"\nC = "OM" + str(1)\nD = "a message about OM103"\n')
     assert [w.split(":")[0] for w in _code_literals(sample)] == ["2", "3", "4"]
+
+
+def test_the_rule_context_records_only_registered_codes_of_their_kind():
+    """``ctx.edit`` / ``ctx.todo`` refuse a code the registry does not declare (a typo would ship an undocumented
+    code) or one of the other kind (an edit code on a TODO would miscount both), naming the code."""
+    import pytest
+
+    from codemods import codes
+    from codemods.base import RuleContext
+
+    ctx = RuleContext()
+    ctx.edit(codes.LEGACY_SERVING.code, 0, "an edit")
+    ctx.todo(codes.LEGACY_APP_ARGS.code, 0, "a todo")
+    assert [e.code for e in ctx.edits] == ["OM303"] and [t.code for t in ctx.todos] == ["OM391"]
+    unregistered = "OM" + "193"  # a code the registry lacks (named once in old docs, never emitted)
+    for record in (ctx.edit, ctx.todo):
+        with pytest.raises(ValueError, match=unregistered):
+            record(unregistered, 0, "a typo")
+    with pytest.raises(ValueError, match="OM391"):
+        ctx.edit(codes.LEGACY_APP_ARGS.code, 0, "a TODO code recorded as an edit")
+    with pytest.raises(ValueError, match="OM303"):
+        ctx.todo(codes.LEGACY_SERVING.code, 0, "an edit code recorded as a TODO")
+    assert len(ctx.edits) == 1 and len(ctx.todos) == 1  # nothing refused was recorded

@@ -184,6 +184,25 @@ def test_a_loop_without_reward_gets_the_documented_starting_rule():
     assert "grader=AdderGrader" in result.new_text
 
 
+def test_exits_without_a_reward_beside_rewarded_ones_get_om393_as_its_title_says():
+    """OM393 is what the registry (and docs/migrate.md's table) says it is: some exits passed no reward and the
+    grader gives every rollout the reward the others passed. Exits passing *different* rewards are no OM393: run()
+    hands its reward over in the sample (carry)."""
+    from codemods import codes
+
+    last = 'return ctx.complete(messages, finish_reason="max_turns")'
+    mixed = _text("sdk_docs_no_reward").replace(last, last[:-1] + ", reward=0.0)")
+    result = _migrate(mixed)
+    todo = next(t for t in result.todos if t.code == codes.LEGACY_REWARD_MIXED.code)
+    assert "1 of the loop's exits passed no reward" in todo.reason and "every rollout the reward `0.0`" in todo.reason
+    assert "ctx.set_reward(0.0)" in result.new_text
+    title = codes.LEGACY_REWARD_MIXED.title
+    assert "passed no reward" in title and "every rollout the reward the other exits passed" in title
+    different = mixed.replace("return ctx.complete(messages)\n", "return ctx.complete(messages, reward=1.0)\n")
+    result = _migrate(different)
+    assert result.todos == [] and 'ctx.set_reward(ctx.sample.metrics.get("reward"))' in result.new_text
+
+
 def test_init_takes_the_workflow_config_and_its_arguments_are_bound_where_the_module_built_it():
     out = _migrate(_text("init_with_args")).new_text
     assert "def __init__(self, system_prompt: str, temperature: float = 0.7, config=None):" in out
@@ -416,6 +435,49 @@ def test_create_app_arguments_without_equivalent_get_a_todo():
     todo = next(t for t in result.todos if t.code == "OM391")
     assert 'debug_dir="./logs"' in todo.reason and "record_ttl_seconds=60.0" in todo.reason
     assert "ConcurrencyConfig(max_concurrent=8)" in result.new_text
+
+
+API_KEY_SERVED = 'app = create_rollout_server(backend=backend, api_key=os.environ.get("ROLLOUT_SERVER_API_KEY"))'
+
+
+def test_create_app_api_key_is_kept_where_the_target_server_takes_it():
+    """osmosis-ai 0.3.8's create_rollout_server(api_key=…) guards the server as the legacy create_app(api_key=…) did:
+    at 0.3 the key stays (no OM391); 0.2.31's takes none, so at 0.2 it is dropped and the OM391 TODO names it."""
+    result = _migrate(_text("create_app_api_key"))
+    assert API_KEY_SERVED in result.new_text and result.todos == []
+    serving = next(e for e in result.edits if e.code == "OM303")
+    assert "api_key kept" in serving.message
+    result = _migrate(_text("create_app_api_key"), target="0.2")
+    assert "app = create_rollout_server(backend=backend)\n" in result.new_text and "api_key=os" not in \
+        result.new_text.replace("#   api_key=os", "")
+    todo = next(t for t in result.todos if t.code == "OM391")
+    assert 'api_key=os.environ.get("ROLLOUT_SERVER_API_KEY")' in todo.reason and "0.2.31" in todo.reason
+    # the other arguments are still dropped and named; at 0.3 the TODO no longer points api_key to the docs
+    todo = next(t for t in _migrate(_text("if_elif_dispatcher")).todos if t.code == "OM391")
+    assert "api_key" not in todo.reason and 'debug_dir="./logs"' in todo.reason
+
+
+async def test_the_kept_api_key_guards_the_migrated_server(tmp_path):
+    """Served by osmosis-compat (test_legacy_loop_upstream.py: by the real osmosis-ai 0.3.8): without the key the
+    server answers 401; a controller presenting it runs the rollout."""
+    import httpx
+
+    from osmosis_compat.testing import FakePollingController
+    from tests.upstream.servers import ServerProcess
+
+    path = tmp_path / "served.py"
+    path.write_text(_migrate(_text("create_app_api_key")).new_text)
+    with ServerProcess(path, env={"ROLLOUT_SERVER_API_KEY": "osm-test-key"}) as server:
+        async with httpx.AsyncClient() as client:
+            assert (await client.get(f"{server.url}/health")).status_code == 401
+            good = await client.get(f"{server.url}/health", headers={"Authorization": "Bearer osm-test-key"})
+            assert good.status_code == 200
+        controller = FakePollingController(server_api_key="osm-test-key")
+        with controller.serve():
+            record = await controller.run_rollout(server.url, rollout_id="keyed", label="4",
+                                                  initial_messages=[{"role": "user", "content": "What is 2 + 2?"}])
+        await controller.aclose()
+    assert record.status == "success" and record.reward == 1.0, record
 
 
 def test_opt_out_and_nested_class():

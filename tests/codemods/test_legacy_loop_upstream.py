@@ -226,3 +226,30 @@ async def test_rewritten_loops_earn_the_originals_rewards_on_the_real_osmosis_ai
     assert not differences, json.dumps(differences, indent=1, default=str)
     assert sum(not o.failed for outcomes in originals.values() for o in outcomes) >= 0.8 * len(LOOPS) * len(CASES)
 
+
+
+async def test_a_kept_create_app_api_key_guards_the_real_0_3_8_server(tmp_path):
+    """``create_app(agent_loop, api_key=…)`` migrated for 0.3 keeps its key as ``create_rollout_server(api_key=…)``:
+    the real osmosis-ai 0.3.8 then answers 401 to a caller without it and runs the rollout of a controller that
+    presents it (``Authorization: Bearer <key>``)."""
+    import httpx
+
+    from codemods.driver import migrate_source
+    from tests.codemods._fixtures import FIXTURES
+
+    require_upstream(RELEASE["0.3"])
+    source = (FIXTURES / "legacy_loop" / "create_app_api_key.py").read_text()
+    path = tmp_path / "served.py"
+    path.write_text(migrate_source(source, target="0.3").new_text)
+    with UpstreamServer(path, RELEASE["0.3"], env={"ROLLOUT_SERVER_API_KEY": "osm-test-key"}) as server:
+        async with httpx.AsyncClient() as client:
+            assert (await client.get(f"{server.url}/health")).status_code == 401
+            assert (await client.post(f"{server.url}/rollout", json={})).status_code == 401
+            good = await client.get(f"{server.url}/health", headers={"Authorization": "Bearer osm-test-key"})
+            assert good.status_code == 200
+        controller = FakePollingController(ScriptedPolicy(), server_api_key="osm-test-key")
+        with controller.serve():
+            record = await controller.run_rollout(server.url, rollout_id="keyed", label="4",
+                                                  initial_messages=[{"role": "user", "content": "What is 2 + 2?"}])
+        await controller.aclose()
+    assert record.status == "success" and record.reward == 1.0, record

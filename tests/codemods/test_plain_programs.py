@@ -178,6 +178,55 @@ def test_a_tool_that_runs_an_inner_agent_stays_a_tool():
     assert [ast.unparse(d) for d in tool.decorator_list] == ["tool"]
 
 
+def test_the_om191_of_a_tools_own_agent_says_what_the_plan_did_at_each_target():
+    """A @tool that builds and runs its own agent, handed to the workflow's agent. At 0.3 the plan leaves that agent
+    plain (one sample source per rollout: the workflow's OsmosisStrandsAgent), so its OM191 must say so — not part of
+    the trained sample, how to make it the sample instead — and never advise a second OsmosisStrandsAgent as such. At
+    0.2 the plan converts it (every OsmosisStrandsAgent a sample): no OM191 there."""
+    res = result("strands_agent/agents_as_tools.py", target="0.3")
+    tool = res.new_text[res.new_text.index("def math_assistant"):res.new_text.index("class AgentsAsToolsWorkflow")]
+    assert "math_agent = Agent(" in tool and res.new_text.count("OsmosisStrandsAgent(") == 1  # what the plan did
+    reason = next(t.reason for t in res.todos if t.code == "OM191")
+    assert "not part of the trained sample" in reason and "one conversation per rollout" in reason
+    assert "To train it instead, make it the rollout's one OsmosisStrandsAgent" in reason
+    assert "a plain Agent - only if the tool runs at most once per rollout" in reason
+    assert "once every caller of the tool is a workflow" not in reason  # the 0.2 advice: a second sample at 0.3
+    again = migrate_source(res.new_text, filename="agents_as_tools.py", target="0.3")
+    assert again.new_text == res.new_text  # the marker's text does not depend on the workflow being written yet
+    res = result("strands_agent/agents_as_tools.py", target="0.2")
+    assert not [t for t in res.todos if t.code == "OM191"] and res.new_text.count("OsmosisStrandsAgent(") == 2
+    # a tool no workflow of its module hands to an agent: at 0.2 converted once its callers are workflows
+    reason = next(t.reason for t in result("strands_agent_tree/assistant/specialists.py", target="0.2").todos)
+    assert "give it OsmosisStrandsAgent with the placeholder model once every caller of the tool is a workflow" \
+        in reason and "each call of the tool then records a sample of its own" in reason
+    reason = next(t.reason for t in result("strands_agent_tree/assistant/specialists.py", target="0.3").todos)
+    assert "not part of the trained sample" in reason and "once every caller" not in reason
+
+
+def test_the_rule_docstrings_say_what_the_0_3_plan_does_with_several_agents():
+    """At 0.3 a program with several agents is migrated with exactly one sample source per run(): Strands keeps one
+    OsmosisStrandsAgent and the other agents plain, each with an OM191; OpenAI Agents gives every agent the
+    placeholder and one session, to the sample run only. The rules' module docstrings say that (they used to say
+    0.3 refused more than one agent)."""
+    from codemods.rules import openai_agent, strands_agent
+
+    res = result("strands_agent/chained_template.py", target="0.3")
+    assert res.new_text.count("OsmosisStrandsAgent(") == 1
+    assert "researcher = Agent(model=_rollout_model(" in res.new_text
+    assert [t.code for t in res.todos if t.code == "OM191"] == ["OM191"]
+    doc = " ".join(strands_agent.__doc__.split())
+    assert "more than one agent, means no migration" not in doc
+    assert "only the agent of the sample run" in doc and "other agents stay ``strands.Agent``" in doc
+    assert "each with an OM191 TODO naming the sample" in doc
+    out = migrated("openai_agent/deterministic_chain.py", target="0.3")
+    assert out.count("OsmosisMemorySession()") == 1 and out.count("session=session") == 1
+    assert out.count("OsmosisAgent(") == 3
+    doc = " ".join(openai_agent.__doc__.split())
+    assert "a workflow that needs more than one session is not migrated" not in doc
+    assert "handed to the sample run only" in doc
+    assert "the other runs keep their inputs and run without a session" in doc
+
+
 def test_the_tree_of_a_tool_used_by_another_module_keeps_working(tmp_path):
     import shutil
 

@@ -54,3 +54,22 @@ def test_nothing_for_target_0_2_or_code_already_on_0_3():
         assert not _run(name, target="0.2").changed
     result = _run("already_03")
     assert not result.changed and result.todos == []
+
+
+def test_the_transformer_declares_the_state_it_shares_between_visits():
+    """The run() awaiting its OM590 TODO is a declared attribute (a typo'd getattr default would silently drop it);
+    no codemod reads its own state through getattr."""
+    import re
+    from pathlib import Path
+
+    import libcst as cst
+
+    from codemods.base import ImportTable, RuleContext
+    from codemods.rules.workflow_03 import _To03
+
+    transformer = _To03(RuleContext(target="0.3"), ImportTable.of(cst.parse_module("")))
+    assert transformer.pending_run_todo is None
+    root = Path(__file__).resolve().parents[2] / "codemods"
+    found = [f"{p.relative_to(root)}:{n}" for p in sorted(root.rglob("*.py"))
+             for n, line in enumerate(p.read_text().splitlines(), 1) if re.search(r"getattr\(\s*self\s*,", line)]
+    assert not found, f"state read through getattr(self, …) instead of a declared attribute: {found}"
