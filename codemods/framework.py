@@ -67,6 +67,9 @@ class Framework(ABC):
     # agent constructor arguments that hold per-conversation state the agent writes into (Strands appends to
     # ``messages`` in place; a conversation manager trims it): a module-level object there is built per rollout
     state_kwargs: tuple[str, ...] = ()
+    # how a program runs an agent it holds on one input, as code (``{agent}`` / ``{input}``): the synthetic run of a
+    # library module's agent factory (find_drivers); None where that needs names the module may not import
+    direct_run: Optional[str] = None
 
     def __init__(self, table: ImportTable, ctx: RuleContext) -> None:
         self.table = table

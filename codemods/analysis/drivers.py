@@ -136,7 +136,8 @@ def find_drivers(model: ModuleModel, fw: "Framework") -> list[Driver]:
         ]
         out.append(Driver("script", module_stem(model.filename) or "script", indices, [body[j] for j in indices]))
     if not out and not any(is_workflow_class(body[i], model.table) for i in model.classes.values()):
-        out.extend(_library_class_entries(model, fw, classes))  # (a workflow here: migrated by an earlier run)
+        # (a workflow here: migrated by an earlier run)
+        out.extend(_library_class_entries(model, fw, classes) or _library_factory_entries(model, fw, runners))
     return out
 
 
@@ -179,6 +180,33 @@ def _library_class_entries(model: ModuleModel, fw: "Framework", classes: set[str
         out.append(Driver("function", f"{name}_{method.name.value}", [i], list(block_statements(func.body)), func,
                           lifted=(name, method.name.value)))
     return out
+
+
+def _library_factory_entries(model: ModuleModel, fw: "Framework", runners: set[str]) -> list[Driver]:
+    """A module with nothing that runs an agent but one public function that builds and returns one, callable
+    without arguments (``create_sql_agent(env="local")``): its importers run what it returns on their question.
+    That run, written as a function of the prompt, is the driver — the workflow goes beside the factory."""
+    if fw.direct_run is None:
+        return []
+    ctor_heads = fw.ctor_heads()
+    found: list[tuple[str, cst.FunctionDef]] = []
+    for name, i in model.functions.items():
+        func = model.body[i]
+        if not isinstance(func, cst.FunctionDef) or name.startswith("_") or name in runners or func.decorators \
+                or has_skip_marker(func) or not ctor_heads & model.counts[i].keys() or _required_params(func) \
+                or model.users(name, skip=[i]) or model.external.get(name) or not returns_of(func.body):
+            continue
+        found.append((name, func))
+    if len(found) != 1:
+        return []  # several factories: which one the importers run is theirs to say
+    name, func = found[0]
+    make = f"{'await ' if func.asynchronous is not None else ''}{name}()"
+    run = fw.direct_run.format(agent="agent", input="prompt")
+    synthetic = cst.parse_statement(f"async def {name}_run(prompt):\n    agent = {make}\n    return {run}\n")
+    assert isinstance(synthetic, cst.FunctionDef)
+    model.producers = {*model.producers, name}  # the synthetic call is its caller
+    return [Driver("function", f"{name}_run", [model.functions[name]], list(block_statements(synthetic.body)),
+                   synthetic, lifted=(name, ""))]
 
 
 def _required_params(func: cst.FunctionDef) -> list[str]:

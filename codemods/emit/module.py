@@ -299,7 +299,7 @@ def _emit_driver(fw: Framework, mp: ModulePlan, edit: ModuleEdit, p: Plan) -> No
     if p.mode == "beside":
         cls = workflow_class(cls_name, [strip_comments(s) for s in inner], [], blank2)
         edit.replacements[first] = [*edit.replacements.get(first, [body[first]]), cls]  # after a rollout copy
-        what = f"{d.lifted[0]}().{d.lifted[1]}()" if d.lifted is not None else d.name
+        what = d.name if d.lifted is None else f"{d.lifted[0]}()" + (f".{d.lifted[1]}()" if d.lifted[1] else "")
         fw.ctx.edit(wrap, body[first], f"`{what}` wrapped as {cls_name}(AgentWorkflow).run() beside it "
                     f"({'; '.join(p.notes)})")
     elif d.kind == "function":

@@ -453,8 +453,10 @@ class DriverPlanner:
             return
         if d.lifted is not None:
             p.mode = "beside"  # the class stays for its importers; the workflow runs one call of its entry method
-            p.notes.append(f"`{d.lifted[0]}` kept for its importers; the workflow calls `{d.lifted[0]}()."
-                           f"{d.lifted[1]}()` with the prompt's text")
+            owner, method = d.lifted
+            p.notes.append(f"`{owner}` kept for its importers; the workflow calls `{owner}().{method}()` with the "
+                           "prompt's text" if method else f"`{owner}` kept for its importers; the workflow runs the "
+                           f"agent `{owner}()` returns on the prompt")
             return
         func = d.func
         assert func is not None

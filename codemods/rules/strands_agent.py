@@ -91,6 +91,7 @@ class StrandsFramework(Framework):
     tool_decorators = TOOL_DECORATORS
     agent_is_sample_source = True
     state_kwargs = ("messages", "conversation_manager", "session_manager", "state", "hooks")
+    direct_run = "{agent}({input})"
 
     # -- recognisers
     def is_group_ctor(self, call: cst.Call) -> bool:

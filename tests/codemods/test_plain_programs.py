@@ -595,3 +595,24 @@ def test_a_strands_model_id_read_from_the_environment_becomes_the_placeholder(mo
     res = migrate_source(program, filename="env_model.py")
     assert "OsmosisStrandsAgent(model=OsmosisRolloutModel()," in res.new_text
     assert not [t for t in res.todos if t.code == "OM190"]
+
+
+def test_a_library_factory_stays_for_its_importers_and_a_workflow_runs_what_it_builds():
+    out = migrated("strands_agent/library_factory.py")
+    original = (FIXTURES / "strands_agent/library_factory.py").read_text()
+    factory = original[original.index("def create_glossary_agent"):]
+    assert factory in out  # byte for byte: importers keep the factory
+    assert "def create_glossary_agent_for_rollout(verbose: bool = False) -> Agent:" in out
+    run = out.split("(AgentWorkflow):")[1]
+    assert "agent = create_glossary_agent_for_rollout()" in run and "await agent.invoke_async(" in run
+    assert migrate_source(out, filename="library_factory.py").new_text == out  # a fixed point
+
+
+@pytest.mark.parametrize("change", [
+    ("def create_glossary_agent(verbose: bool = False)", "def create_glossary_agent(verbose: bool)"),
+    ("    return agent\n", "    return agent\n\n\ndef create_other_agent():\n    return Agent()\n"),
+])
+def test_no_factory_entry_is_guessed_when_it_needs_arguments_or_there_are_several(change):
+    program = (FIXTURES / "strands_agent/library_factory.py").read_text().replace(*change)
+    res = migrate_source(program, filename="library_factory.py")
+    assert "(AgentWorkflow)" not in res.new_text and not res.edits
