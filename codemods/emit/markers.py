@@ -80,6 +80,10 @@ class LeftoverMarker(cst.CSTTransformer):
         target = f"; to train it, build it inside an AgentWorkflow.run() as {fw.osmosis_agent[1]} with the rollout placeholder model"
         if not self.scopes:
             var = assigned_name(original)
+            if var is None:
+                held = _assign_target(original)
+                where = f"it is kept in `{held}`, not a module-level name" if held else "it is not bound to a name"
+                return f"{label}: {where}, so the migration cannot follow who runs it{target}"
             users = [model.body[j] for j in model.users(var, skip=[model.agents.get(var, -1)])] if var else []
             failed = [p.driver.name for p in self.plans if p.problems and var in p.deps]
             if failed:
@@ -196,3 +200,13 @@ def module_todos(module: cst.Module, fw: Framework, created: list[tuple[str, cst
         fw.ctx.todo(c, origin, reason)
     body[first] = stmt
     return module.with_changes(body=body)
+
+
+def _assign_target(stmt: cst.SimpleStatementLine) -> str:
+    """The code of the first assignment target of ``stmt`` (``st.session_state.agent``), or ""."""
+    for small in stmt.body:
+        if isinstance(small, cst.Assign) and small.targets:
+            return code(small.targets[0].target)
+        if isinstance(small, (cst.AnnAssign, cst.AugAssign)):
+            return code(small.target)
+    return ""

@@ -616,3 +616,11 @@ def test_no_factory_entry_is_guessed_when_it_needs_arguments_or_there_are_severa
     program = (FIXTURES / "strands_agent/library_factory.py").read_text().replace(*change)
     res = migrate_source(program, filename="library_factory.py")
     assert "(AgentWorkflow)" not in res.new_text and not res.edits
+
+
+def test_an_agent_kept_on_an_object_at_module_level_is_named_in_its_todo():
+    # the corpus' Streamlit app: `st.session_state.agent = Agent(...)` under an `if` (the TODO once read "`None`")
+    program = ("import streamlit as st\nfrom strands import Agent\n\nif \"agent\" not in st.session_state:\n"
+               "    st.session_state.agent = Agent(system_prompt=\"Be brief.\")\n")
+    [todo] = migrate_source(program, filename="app.py").todos
+    assert "kept in `st.session_state.agent`" in todo.reason and "`None`" not in todo.reason
