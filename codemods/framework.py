@@ -37,8 +37,9 @@ class _RunSiteCollector(cst.CSTVisitor):
         self.found = False
 
     def visit_Assign(self, n: cst.Assign) -> None:
-        if isinstance(n.value, cst.Call) and (self.fw.is_agent_ctor(n.value) or (
-            isinstance(n.value.func, cst.Name) and n.value.func.value in self.producers
+        value = n.value.expression if isinstance(n.value, cst.Await) else n.value  # `await make_agent()`
+        if isinstance(value, cst.Call) and (self.fw.is_agent_ctor(value) or (
+            isinstance(value.func, cst.Name) and value.func.value in self.producers
         )):
             for t in n.targets:
                 if isinstance(t.target, cst.Name):

@@ -348,6 +348,9 @@ class _Walker(cst.CSTVisitor):
 
     def _agent_valued(self, value: cst.BaseExpression) -> bool:
         """An agent: built here, got from a factory of the module, an alias, or the agent a run ended with."""
+        if isinstance(value, cst.Await) and isinstance(value.expression, cst.Call) \
+                and isinstance(value.expression.func, cst.Name) and value.expression.func.value in self.producers:
+            return True  # an async factory's agent
         if isinstance(value, cst.Call):
             if self.d.is_agent_ctor(value) or self.d.is_group_ctor(value) or self.d.is_osmosis_agent_ctor(value):
                 return True  # an Osmosis agent (migrated already) is an agent too: its runs are runs

@@ -547,7 +547,7 @@ class DriverPlanner:
                     continue
                 ok = True
                 for a in assigns:
-                    v = a.value
+                    v = a.value.expression if isinstance(a.value, cst.Await) else a.value  # an async factory
                     if isinstance(v, cst.Name) and v.value in known:
                         continue
                     if isinstance(v, cst.Attribute) and v.attr.value in ("last_agent", "current_agent"):

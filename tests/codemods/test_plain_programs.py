@@ -624,3 +624,14 @@ def test_an_agent_kept_on_an_object_at_module_level_is_named_in_its_todo():
                "    st.session_state.agent = Agent(system_prompt=\"Be brief.\")\n")
     [todo] = migrate_source(program, filename="app.py").todos
     assert "kept in `st.session_state.agent`" in todo.reason and "`None`" not in todo.reason
+
+
+def test_an_agent_from_an_async_factory_is_migrated_with_it():
+    program = ("import asyncio\n\nfrom strands import Agent\n\n\nasync def make_agent():\n"
+               "    return Agent(system_prompt=\"Be brief.\")\n\n\nasync def main():\n    agent = await make_agent()\n"
+               "    print(await agent.invoke_async(\"What is 2 + 2?\"))\n\n\nif __name__ == \"__main__\":\n"
+               "    asyncio.run(main())\n")
+    res = migrate_source(program, filename="async_factory.py")
+    assert not [t for t in res.todos if t.code in ("OM190", "OM191")]
+    assert "return OsmosisStrandsAgent(system_prompt=\"Be brief.\", model=OsmosisRolloutModel())" in res.new_text
+    assert "agent = await make_agent()" in res.new_text.split("class MainWorkflow")[1]
