@@ -71,6 +71,7 @@ class Framework(ABC):
     # how a program runs an agent it holds on one input, as code (``{agent}`` / ``{input}``): the synthetic run of a
     # library module's agent factory (find_drivers); None where that needs names the module may not import
     direct_run: Optional[str] = None
+    direct_run_import: Optional[tuple[str, str]] = None  # (module, name) ``direct_run`` needs, imported if missing
 
     def __init__(self, table: ImportTable, ctx: RuleContext) -> None:
         self.table = table

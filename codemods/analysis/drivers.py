@@ -30,9 +30,32 @@ class Driver:
     indices: list[int]  # top-level statements it is made of
     stmts: list[cst.BaseStatement]  # the statements of its body
     func: Optional[cst.FunctionDef] = None
-    # ``(class, method)`` of a library class's entry method: ``func`` is written by the analysis (one call of the
-    # method on a fresh object), not in the module; the workflow goes beside the class, which stays as it is
-    lifted: Optional[tuple[str, str]] = None
+    # a library module's entry the analysis wrote (``func`` is not in the module): the workflow goes beside it
+    lifted: Optional["Lifted"] = None
+
+
+@dataclass(frozen=True)
+class Lifted:
+    """What a library module's synthetic driver runs: ``Owner().method(text)`` of a class (``kind`` "class"), the
+    agent a factory returns ("factory") or a module-level agent ("agent"), on the rollout's prompt."""
+
+    kind: str
+    owner: str
+    method: str = ""
+
+    @property
+    def call(self) -> str:
+        """How the workflow reaches the agent, as the user would read it."""
+        return {"class": f"{self.owner}().{self.method}()", "factory": f"{self.owner}()"}.get(self.kind, self.owner)
+
+    @property
+    def note(self) -> str:
+        """Words for the edit message."""
+        if self.kind == "class":
+            return f"`{self.owner}` kept for its importers; the workflow calls `{self.call}` with the prompt's text"
+        if self.kind == "factory":
+            return f"`{self.owner}` kept for its importers; the workflow runs the agent `{self.call}` returns on the prompt"
+        return f"`{self.owner}` kept for its importers; the workflow runs a copy of it on the prompt"
 
 
 _HANDLER_NAMES = re.compile(r"(^|_)(handler|lambda_handler|handle)$")
@@ -137,7 +160,8 @@ def find_drivers(model: ModuleModel, fw: "Framework") -> list[Driver]:
         out.append(Driver("script", module_stem(model.filename) or "script", indices, [body[j] for j in indices]))
     if not out and not any(is_workflow_class(body[i], model.table) for i in model.classes.values()):
         # (a workflow here: migrated by an earlier run)
-        out.extend(_library_class_entries(model, fw, classes) or _library_factory_entries(model, fw, runners))
+        out.extend(_library_class_entries(model, fw, classes) or _library_factory_entries(model, fw, runners)
+                   or _library_agent_entries(model, fw))
     return out
 
 
@@ -178,7 +202,7 @@ def _library_class_entries(model: ModuleModel, fw: "Framework", classes: set[str
                                    f"    return {call}\n")
         assert isinstance(func, cst.FunctionDef)
         out.append(Driver("function", f"{name}_{method.name.value}", [i], list(block_statements(func.body)), func,
-                          lifted=(name, method.name.value)))
+                          lifted=Lifted("class", name, method.name.value)))
     return out
 
 
@@ -202,11 +226,40 @@ def _library_factory_entries(model: ModuleModel, fw: "Framework", runners: set[s
     name, func = found[0]
     make = f"{'await ' if func.asynchronous is not None else ''}{name}()"
     run = fw.direct_run.format(agent="agent", input="prompt")
-    synthetic = cst.parse_statement(f"async def {name}_run(prompt):\n    agent = {make}\n    return {run}\n")
+    synthetic = cst.parse_statement(f"async def {name}(prompt):\n    agent = {make}\n    return {run}\n")
     assert isinstance(synthetic, cst.FunctionDef)
     model.producers = {*model.producers, name}  # the synthetic call is its caller
-    return [Driver("function", f"{name}_run", [model.functions[name]], list(block_statements(synthetic.body)),
-                   synthetic, lifted=(name, ""))]
+    return [Driver("function", name, [model.functions[name]], list(block_statements(synthetic.body)),
+                   synthetic, lifted=Lifted("factory", name))]
+
+
+def _library_agent_entries(model: ModuleModel, fw: "Framework") -> list[Driver]:
+    """A module that only defines agents (``planner_agent = Agent(…)``, maybe with the agents it hands off to or
+    uses as tools) and runs none: its importers run the one agent no other agent here uses on their question. That
+    run, written as a function of the prompt, is the driver — the workflow goes beside the agent."""
+    if fw.direct_run is None or not model.agents:
+        return []
+    agent_idx = set(model.agents.values())
+    roots = []
+    for name, i in model.agents.items():
+        users = model.users(name, skip=[i])
+        if name in model.groups or model.external.get(name) or any(j not in agent_idx for j in users):
+            return []  # used by other code here or elsewhere: those users are the drivers
+        if not users:
+            roots.append(name)
+    if len(roots) != 1:
+        return []
+    if fw.direct_run_import is not None:
+        module, needed = fw.direct_run_import
+        if fw.table.resolve(cst.Name(needed)) != f"{module}.{needed}":
+            if needed in model.bindings:
+                return []  # the name means something else here
+            fw.table.names[needed] = f"{module}.{needed}"  # imported by the emitter if the workflow is written
+    run = fw.direct_run.format(agent=roots[0], input="prompt")
+    synthetic = cst.parse_statement(f"async def {roots[0]}(prompt):\n    return {run}\n")
+    assert isinstance(synthetic, cst.FunctionDef)
+    return [Driver("function", roots[0], [model.agents[roots[0]]], list(block_statements(synthetic.body)),
+                   synthetic, lifted=Lifted("agent", roots[0]))]
 
 
 def _required_params(func: cst.FunctionDef) -> list[str]:

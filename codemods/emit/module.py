@@ -15,7 +15,14 @@ import libcst as cst
 
 from codemods.analysis.body import code
 from codemods.analysis.code_facts import attributes_of
-from codemods.analysis.module import ModuleModel, assigned_name, assigned_value, is_main_guard, module_agent_deps
+from codemods.analysis.module import (
+    ModuleModel,
+    assigned_name,
+    assigned_value,
+    is_main_guard,
+    is_workflow_class,
+    module_agent_deps,
+)
 from codemods.analysis.names import candidate_uses
 from codemods.base import has_skip_marker, with_todo_comment
 from codemods.emit.body import emit_body, emit_stmt
@@ -299,7 +306,9 @@ def _emit_driver(fw: Framework, mp: ModulePlan, edit: ModuleEdit, p: Plan) -> No
     if p.mode == "beside":
         cls = workflow_class(cls_name, [strip_comments(s) for s in inner], [], blank2)
         edit.replacements[first] = [*edit.replacements.get(first, [body[first]]), cls]  # after a rollout copy
-        what = d.name if d.lifted is None else f"{d.lifted[0]}()" + (f".{d.lifted[1]}()" if d.lifted[1] else "")
+        what = d.name if d.lifted is None else d.lifted.call
+        if d.lifted is not None and fw.direct_run_import is not None and d.lifted.kind != "class":
+            fw.need(*fw.direct_run_import)  # the workflow's run (Runner.run) names it
         fw.ctx.edit(wrap, body[first], f"`{what}` wrapped as {cls_name}(AgentWorkflow).run() beside it "
                     f"({'; '.join(p.notes)})")
     elif d.kind == "function":
@@ -349,6 +358,12 @@ def _mark_leftovers(fw: Framework, mp: ModulePlan, edit: ModuleEdit) -> None:
     kept = edit.kept_deps
     for d in mp.done_beside:  # its module-level agents stay for it, as when the workflow was added
         kept |= module_agent_deps(model, set(counts[d.indices[0]]))
+    for p in ok:  # a library module's agents stay for its importers; the lifted workflow builds copies
+        if p.driver.lifted is not None:
+            kept |= set(p.deps)
+    for ci in model.classes.values():  # a workflow (an earlier run's) builds its own copy of a module agent
+        if is_workflow_class(model.body[ci], model.table):
+            kept |= {n for n in model.agents if n in counts[ci] and ci not in model.users(n)}
     for name, i in model.functions.items():  # kept for plain callers beside its rollout version
         if f"{name}_for_rollout" in model.functions:
             beside_idx.add(i)

@@ -161,12 +161,13 @@ def _plan_moves(mp: ModulePlan) -> None:
         if p.mode == "inplace" and p.driver.kind != "workflow":
             mp.inplace_idx.update(p.driver.indices)
     mp.dep_of = {name for p in mp.ok for name in p.deps}
+    for_importers = {name for p in mp.ok if p.driver.lifted is not None for name in p.deps}  # a library's agents
     changed = True
     while changed:
         changed = False
         for name in mp.dep_of - mp.moved:
             idx = model.agents[name]
-            if model.external.get(name):
+            if model.external.get(name) or name in for_importers:
                 continue
             if all(j in mp.inplace_idx or any(model.agents.get(m) == j for m in mp.moved)
                    for j in model.users(name, skip=[idx])):
@@ -222,7 +223,7 @@ def _plan_placements(mp: ModulePlan, fw: "Framework", top_names: set[str]) -> No
             else:
                 in_place = all(j in mp.inplace_idx for j in uses)
             # a library class a lifted driver calls is its importers' (the workflow beside it uses a copy)
-            lifted = any(p.driver.lifted is not None and p.driver.lifted[0] == name for p in users)
+            lifted = any(p.driver.lifted is not None and p.driver.lifted.owner == name for p in users)
             in_place = in_place and not model.external.get(name) and not lifted
             new_name = None
             if not in_place:

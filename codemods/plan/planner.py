@@ -453,10 +453,7 @@ class DriverPlanner:
             return
         if d.lifted is not None:
             p.mode = "beside"  # the class stays for its importers; the workflow runs one call of its entry method
-            owner, method = d.lifted
-            p.notes.append(f"`{owner}` kept for its importers; the workflow calls `{owner}().{method}()` with the "
-                           "prompt's text" if method else f"`{owner}` kept for its importers; the workflow runs the "
-                           f"agent `{owner}()` returns on the prompt")
+            p.notes.append(d.lifted.note)
             return
         func = d.func
         assert func is not None

@@ -72,6 +72,8 @@ class OpenAIFramework(Framework):
     osmosis_agent = (OAI_MOD, "OsmosisAgent")
     label = "OpenAI Agents"
     tool_decorators = TOOL_DECORATORS
+    direct_run = "await Runner.run({agent}, {input})"
+    direct_run_import = ("agents", "Runner")
 
     def run_heads(self) -> set[str]:
         heads = set(self.table.local_names_for("agents.Runner")) | set(self.table.local_names_for("agents.run.Runner"))

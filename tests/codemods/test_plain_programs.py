@@ -635,3 +635,26 @@ def test_an_agent_from_an_async_factory_is_migrated_with_it():
     assert not [t for t in res.todos if t.code in ("OM190", "OM191")]
     assert "return OsmosisStrandsAgent(system_prompt=\"Be brief.\", model=OsmosisRolloutModel())" in res.new_text
     assert "agent = await make_agent()" in res.new_text.split("class MainWorkflow")[1]
+
+
+def test_a_module_of_agent_definitions_gains_a_workflow_running_its_top_agent():
+    out = migrated("openai_agent/library_agents.py")
+    original = (FIXTURES / "openai_agent/library_agents.py").read_text()
+    assert original[original.index("summariser = Agent("):] in out  # importers keep both agents, byte for byte
+    assert "from agents import Agent, Runner\n" in out
+    run = out.split("class PlannerAgentWorkflow(AgentWorkflow):")[1]
+    assert "summariser = OsmosisAgent(" in run and "planner_agent = OsmosisAgent(" in run
+    assert "await Runner.run(planner_agent, ctx.prompt, session=session)" in run
+    assert not [t for t in result("openai_agent/library_agents.py").todos if t.code == "OM291"]  # kept on purpose
+    assert migrate_source(out, filename="library_agents.py").new_text == out  # a fixed point
+
+
+@pytest.mark.parametrize("change", [
+    ("summariser = Agent(", "reviewer = Agent(name=\"Reviewer\")\nsummariser = Agent("),  # two top agents
+    ("from agents import Agent\n", "from agents import Agent\nfrom harness import Runner\n"),  # another Runner
+    ("PROMPT = ", "def plan(q):\n    return planner_agent\n\n\nPROMPT = "),  # used by other code here
+])
+def test_no_agent_entry_is_guessed_when_the_top_agent_or_the_runner_is_unclear(change):
+    program = (FIXTURES / "openai_agent/library_agents.py").read_text().replace(*change)
+    res = migrate_source(program, filename="library_agents.py")
+    assert "(AgentWorkflow)" not in res.new_text and not res.edits
