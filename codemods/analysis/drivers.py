@@ -161,7 +161,7 @@ def find_drivers(model: ModuleModel, fw: "Framework") -> list[Driver]:
     if not out and not any(is_workflow_class(body[i], model.table) for i in model.classes.values()):
         # (a workflow here: migrated by an earlier run)
         out.extend(_library_class_entries(model, fw, classes) or _library_factory_entries(model, fw, runners)
-                   or _library_agent_entries(model, fw))
+                   or _library_tool_entries(model, fw, runners) or _library_agent_entries(model, fw))
     return out
 
 
@@ -231,6 +231,21 @@ def _library_factory_entries(model: ModuleModel, fw: "Framework", runners: set[s
     model.producers = {*model.producers, name}  # the synthetic call is its caller
     return [Driver("function", name, [model.functions[name]], list(block_statements(synthetic.body)),
                    synthetic, lifted=Lifted("factory", name))]
+
+
+def _library_tool_entries(model: ModuleModel, fw: "Framework", runners: set[str]) -> list[Driver]:
+    """A module whose one tool runs an agent of its own on one input (a specialist other programs' agents call)
+    and which runs nothing itself: that tool is the driver — it stays a tool, the workflow goes beside it."""
+    found = [(name, i) for name, i in model.functions.items()
+             if name in runners and fw.is_tool_decorator(model.body[i]) and not has_skip_marker(model.body[i])
+             and len(_required_params(model.body[i])) == 1 and not model.users(name, skip=[i])
+             and not model.external.get(name)]
+    if len(found) != 1:
+        return []
+    name, i = found[0]
+    func = model.body[i]
+    assert isinstance(func, cst.FunctionDef)
+    return [Driver("function", name, [i], list(block_statements(func.body)), func)]
 
 
 def _library_agent_entries(model: ModuleModel, fw: "Framework") -> list[Driver]:

@@ -658,3 +658,20 @@ def test_no_agent_entry_is_guessed_when_the_top_agent_or_the_runner_is_unclear(c
     program = (FIXTURES / "openai_agent/library_agents.py").read_text().replace(*change)
     res = migrate_source(program, filename="library_agents.py")
     assert "(AgentWorkflow)" not in res.new_text and not res.edits
+
+
+def test_a_module_whose_one_tool_runs_its_own_agent_gains_a_workflow_beside_the_tool():
+    out = migrated("strands_agent/library_tool.py")
+    original = (FIXTURES / "strands_agent/library_tool.py").read_text()
+    assert original[original.index("@tool"):] in out  # the tool stays, byte for byte, for the agents that call it
+    run = out.split("class UnitConverterWorkflow(AgentWorkflow):")[1]
+    assert "query = _prompt_text(ctx.prompt)" in run and "specialist = OsmosisStrandsAgent(" in run
+    assert migrate_source(out, filename="library_tool.py").new_text == out  # a fixed point
+
+
+def test_no_tool_entry_is_guessed_among_several_tools():
+    program = (FIXTURES / "strands_agent/library_tool.py").read_text()
+    program += ("\n\n@tool\ndef unit_checker(query: str) -> str:\n    \"\"\"Check a conversion.\"\"\"\n"
+                "    checker = Agent()\n    return str(checker(query))\n")
+    res = migrate_source(program, filename="library_tool.py")
+    assert "(AgentWorkflow)" not in res.new_text and not res.edits
