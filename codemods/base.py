@@ -445,6 +445,19 @@ def without_todo_comments(stmt: StatementT, code: str) -> StatementT:
     return stmt if not drop else stmt.with_changes(leading_lines=kept)
 
 
+def without_outdated_todos(stmt: StatementT, code: str, reasons: Iterable[str]) -> StatementT:
+    """``stmt`` without the markers of ``code`` above it that say none of ``reasons`` — the markers of that code an
+    earlier run (or an earlier version of the tool, or a hand edit of its text) left on this statement, which this
+    run replaces. The caller passes every reason of ``code`` it writes on the statement in this run, so a marker it
+    writes again stays as it is (wrapped or not). Only whole markers (``# TODO(osmosis-migrate CODE): …`` and their
+    ``#   `` continuation lines) of that one code go: other codes and every other comment stay."""
+    current = {marker_text(code, r) for r in reasons}
+    lines = list(stmt.leading_lines)
+    drop = {k for start, end, c, r in group_comments(_comment_values(lines))
+            if c == code and marker_text(c, r) not in current for k in range(start, end)}
+    return stmt if not drop else stmt.with_changes(leading_lines=[l for k, l in enumerate(lines) if k not in drop])
+
+
 def has_skip_marker(node: cst.CSTNode) -> bool:
     """Whether a statement/class/def opts out with ``# osmosis-migrate: skip`` (trailing or on the line above)."""
     comments: list[str] = []

@@ -105,8 +105,9 @@ LEGACY_NOT_REWRITTEN = _code("OM390", "legacy-loop", "todo", "a loop that is not
 LEGACY_APP_ARGS = _code("OM391", "legacy-loop", "todo", "create_app arguments with no equivalent")
 LEGACY_PLACEMENT = _code("OM392", "legacy-loop", "todo", "a loop class inside a function, or several workflows "
                          "in one module")
-LEGACY_REWARD_MIXED = _code("OM393", "legacy-loop", "todo", "some exits passed no reward: the grader gives every "
-                            "rollout the reward the other exits passed")
+LEGACY_REWARD_MIXED = _code("OM393", "legacy-loop", "todo", "some exits passed no reward (the marker names them): "
+                            "the grader gives them the reward the other exits passed, or the starting rule when "
+                            "run() hands those over")
 LEGACY_NO_REWARD = _code("OM394", "legacy-loop", "todo", "the loop passed no reward: the generated grader's rule "
                          "is a starting point")
 LEGACY_WRAP_NOTE = _code("OM395", "legacy-loop", "todo", "an explicit wrap: the file runs on osmosis-compat, not "

@@ -14,7 +14,7 @@ from codemods.osmosis_api import prompt_text_expr
 from codemods.plan.model import Plan, SessionPlan
 from codemods.syntax import comments_of, kwarg
 from codemods.visit import children as visit_children
-from codemods.base import with_todo_comment
+from codemods.base import with_todo_comment, without_outdated_todos
 from codemods.syntax import ascii_reason
 
 
@@ -151,8 +151,9 @@ class BodyEmitter(cst.CSTTransformer):
                 updated = updated.with_changes(leading_lines=[])
                 out.extend(effects)
         note = p.notes_at.get(id(original))
-        if note is not None:
-            updated = with_todo_comment(updated, note[0], ascii_reason(note[1]))
+        if note is not None:  # one note per statement: a marker of its code with another text is outdated
+            updated = with_todo_comment(without_outdated_todos(updated, note[0], [ascii_reason(note[1])]), note[0],
+                                        ascii_reason(note[1]))
             self.fw.ctx.todo(note[0], original, ascii_reason(note[1]))
         self.fw.where = original
         before = [self.fw.session_stmt(sp) for sp in self.before.get(id(original), [])]

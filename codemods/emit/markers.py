@@ -9,7 +9,7 @@ import libcst as cst
 
 from codemods.analysis.body import code
 from codemods.analysis.module import assigned_name, is_grader_class, is_main_guard, is_workflow_class
-from codemods.base import has_skip_marker, with_todo_comment
+from codemods.base import has_skip_marker, with_todo_comment, without_outdated_todos
 from codemods.framework import Framework
 from codemods.plan.model import Plan
 from codemods.syntax import ascii_reason
@@ -150,8 +150,10 @@ class LeftoverMarker(cst.CSTTransformer):
         if not flagged or has_skip_marker(original):
             return updated
         reason = ascii_reason(self.reason(original))
-        self.fw.ctx.todo(self.fw.codes.agent_left.code, original, reason)
-        new = with_todo_comment(updated, self.fw.codes.agent_left.code, reason)
+        code_ = self.fw.codes.agent_left.code
+        self.fw.ctx.todo(code_, original, reason)
+        # one reason per statement: a marker of this code with another text is an earlier run's, replaced
+        new = with_todo_comment(without_outdated_todos(updated, code_, [reason]), code_, reason)
         if new is not updated:
             self.marked = True
         return new

@@ -24,7 +24,7 @@ from codemods.analysis.module import (
     module_agent_deps,
 )
 from codemods.analysis.names import candidate_uses
-from codemods.base import has_skip_marker, with_todo_comment
+from codemods.base import has_skip_marker, with_todo_comment, without_outdated_todos
 from codemods.emit.body import emit_body, emit_stmt
 from codemods.emit.finish import fw_finish
 from codemods.emit.markers import LeftoverMarker, TodoSlots, module_todos
@@ -418,10 +418,13 @@ def _assemble(module: cst.Module, fw: Framework, mp: ModulePlan, edit: ModuleEdi
             continue
         # the first statement keeps the input's code when it is the input statement or its comment-marked self
         comment_only = bool(out) and (out[0] is stmt or edit.same_code.get(id(out[0])) == i)
+        todos = edit.todos.at.get(i, ())
+        for code_i in dict.fromkeys(c for c, _ in todos):  # what an earlier run said with these codes, replaced
+            out[0] = without_outdated_todos(out[0], code_i, [r for c, r in todos if c == code_i])
         if carried and out:
             out[0] = out[0].with_changes(leading_lines=[*out[0].leading_lines, *carried])
             carried = []
-        for code_i, reason in edit.todos.at.get(i, ()):
+        for code_i, reason in todos:
             out[0] = with_todo_comment(out[0], code_i, reason)
             fw.ctx.todo(code_i, stmt, reason)
         if comment_only:

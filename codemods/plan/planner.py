@@ -377,7 +377,9 @@ class DriverPlanner:
     def own_agent_tools(self) -> set[str]:
         """Functions the driver hands to an agent as tools (never calls itself) whose bodies run agents of their own,
         when each Osmosis agent is a sample source (Strands) and the target keeps one sample per rollout (0.3): the
-        agent calling the tool is the sample, so the tool stays as it is and its agent plain (not trained)."""
+        sample is the driver's last run that runs once per rollout (:meth:`choose_sample`), never a run inside a tool,
+        which runs whenever an agent calls it (any number of times per rollout, or not at all); a second Osmosis
+        agent would be a second sample source, so the tool stays as it is and its agent plain (not trained)."""
         if not (self.target.startswith("0.3") and self.fw.agent_is_sample_source):
             return set()
         candidates = (set(self.m.helpers) | set(self.m.imported_helpers)) & set(self.p.facts.loads)

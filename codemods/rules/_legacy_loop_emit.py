@@ -370,7 +370,9 @@ def _grader_head(plan: RewritePlan, names: dict[str, str]) -> list[str]:
         "grader": f"The reward {plan.name}.run() passed to ctx.complete(),\n    computed here from the rollout's "
                   "sample.",
         "carry": f"The reward {plan.name}.run() computed from state only it has ({', '.join(reward.state)}),\n"
-                 "    handed over in the sample's metrics.",
+                 "    handed over in the sample's metrics" + (
+                     " (the exits that passed none: 1.0 when the dataset label is in\n    the final assistant answer)."
+                     if reward.fallback else "."),
         "none": f"A starting point for {plan.name}'s reward (the legacy controller computed it):\n    1.0 when "
                 "the dataset label is in the final assistant answer.",
     }[reward.mode]
@@ -383,6 +385,12 @@ def _grader_head(plan: RewritePlan, names: dict[str, str]) -> list[str]:
         lines.append(f"        for {names['sample_id']}, {names['sample']} in {ctx}.samples.items():")
     set_reward = (lambda value: f"{ind}{ctx}.set_reward({value})") if one else (
         lambda value: f"{ind}{ctx}.set_sample_reward({names['sample_id']}, {value})")
+    if reward.mode == "carry" and reward.fallback:  # OM393: exits that hand over no reward get the starting rule
+        return [*lines, f'{ind}reward = {sample}.metrics.get("reward")',
+                f"{ind}if reward is None:  # an exit of run() that passed no reward (OM393): the starting rule",
+                f"{ind}    answer = _last_assistant_text({sample}.messages)",
+                f"{ind}    reward = 1.0 if {ctx}.label and str({ctx}.label).strip() in answer else 0.0",
+                set_reward("reward")]
     if reward.mode == "carry":
         return [*lines, set_reward(f'{sample}.metrics.get("reward")')]
     if reward.mode == "none":

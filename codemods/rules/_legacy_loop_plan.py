@@ -130,7 +130,7 @@ def _helpers(facts: LoopFacts, reward: RewardPlan, target: str) -> list[str]:
         out.append("_chat")
     if target == "0.2" or reward.mode == "carry":
         out.append("_sample")
-    if reward.mode == "none":
+    if reward.mode == "none" or reward.fallback:
         out.append("_last_assistant_text")
     if facts.init_params:
         out.append("_bound_workflow")

@@ -12,6 +12,10 @@ takes the backward slice of ``R`` in ``run()`` — the statements computing the 
   grader reads it — unless it also reads the request metadata (0.3 gives the dataset label to the grader only:
   refused, with that reason);
 * ``none``: no exit passes a reward (the legacy platform computed it): the grader gets a documented starting rule.
+
+Some exits passing no reward beside rewarded ones (the platform computed those) get an OM393 note naming exactly
+which exits: a ``grader`` gives every rollout the reward the others pass; a ``carry`` grader (``fallback``) gives a
+sample that brings no reward the documented starting rule — never ``set_reward(None)``, which fails grading.
 """
 
 from __future__ import annotations
@@ -45,7 +49,8 @@ class RewardPlan:
     reading the sample's messages as ``messages_var``; ``members`` (class order) are copied into the grader;
     ``label_nodes`` (id → the default of a ``.get(key, default)``, or None) become ``ctx.label``,
     ``metadata_nodes`` the rebuilt metadata; ``remove``: ids of run()'s statements it no longer needs.
-    ``carry``: ``state`` names what only run() has. ``note``: an OM393 TODO on the grader; ``refusal``: an OM390."""
+    ``carry``: ``state`` names what only run() has; ``fallback``: some exits hand over no reward (the grader gives
+    their samples the starting rule). ``note``: an OM393 TODO on the grader; ``refusal``: an OM390."""
 
     mode: str
     expr: Optional[cst.BaseExpression] = None
@@ -56,6 +61,7 @@ class RewardPlan:
     metadata_nodes: set[int] = field(default_factory=set)
     remove: set[int] = field(default_factory=set)
     state: list[str] = field(default_factory=list)
+    fallback: bool = False
     note: Optional[str] = None
     refusal: Optional[str] = None
 
@@ -67,15 +73,16 @@ def plan_reward(facts: LoopFacts, module_names: set[str], dropped: set[int]) -> 
     rewarded = [e for e in exits if e.reward is not None]
     if not rewarded:
         return RewardPlan("none")
+    missing = [e for e in exits if e.reward is None]
     codes = {src(e.reward, 10**6) for e in rewarded}
     if len(codes) == 1:
         moved = _Slice(facts, module_names).plan(rewarded)
         if isinstance(moved, RewardPlan):
             moved.remove = _unneeded(facts, moved, dropped)
-            missing = [e for e in exits if e.reward is None]
             if missing:
-                moved.note = (f"{len(missing)} of the loop's exits passed no reward (the legacy platform computed "
-                              f"those): the grader now gives every rollout the reward `{src(rewarded[0].reward)}`")
+                moved.note = (f"{unrewarded_exits(facts, missing)}: the grader now gives every rollout the reward "
+                              f"`{src(rewarded[0].reward)}` the other exits pass - write what the platform computed "
+                              "for those exits into the grader")
             return moved
         why = moved
     else:
@@ -87,7 +94,54 @@ def plan_reward(facts: LoopFacts, module_names: set[str], dropped: set[int]) -> 
             f"its reward reads the request metadata (where the legacy controller put the dataset label) together "
             f"with state only run() has ({why}): osmosis-ai 0.3 hands the label to the grader only, so run() cannot "
             f"compute it — move the reward into a Grader that reads ctx.label by hand"))
-    return RewardPlan("carry", state=state or [why])
+    plan = RewardPlan("carry", state=state or [why], fallback=bool(missing))
+    if missing:
+        plan.note = (f"{unrewarded_exits(facts, missing)}, while run() hands over the reward the other exits pass: "
+                     "the grader gives a sample without one a starting rule - 1.0 when the dataset label (ctx.label) "
+                     "is in the final assistant answer, else 0.0: replace it with the reward your platform computed "
+                     "for those exits")
+    return plan
+
+
+def unrewarded_exits(facts: LoopFacts, missing: list) -> str:
+    """Which of run()'s exits pass no reward, exactly: their place among run()'s ``return ctx.complete(…)`` in
+    source order, their code and the branch they are in (``run()'s exits 1 and 3 of 3 (…) pass no reward``)."""
+    assert facts.run is not None
+    parent = parents_of(facts.run)
+    at = [i + 1 for i, e in enumerate(facts.exits) if any(e is m for m in missing)]
+    which = f"exit {at[0]}" if len(at) == 1 else f"exits {', '.join(map(str, at[:-1]))} and {at[-1]}"
+    shown = "; ".join(f"`{src(e.ret, 60)}`{_branch(e.ret, facts.run, parent)}" for e in missing)
+    verb = "passes" if len(at) == 1 else "pass"
+    return f"run()'s {which} of {len(facts.exits)} ({shown}) {verb} no reward (the legacy platform computed it there)"
+
+
+def _branch(node: cst.CSTNode, run: cst.FunctionDef, parent: dict[int, cst.CSTNode]) -> str:
+    """Where in run() the exit ``node`` is: `` under `if x` `` (the innermost branch or loop around it), else ``""``."""
+    while True:
+        block = parent.get(id(node))
+        owner = parent.get(id(block)) if block is not None else None
+        if owner is None or owner is run:
+            return ""
+        if isinstance(owner, cst.If) and owner.body is block:
+            word = "elif" if isinstance(parent.get(id(owner)), cst.If) and parent[id(owner)].orelse is owner else "if"
+            return f" under `{word} {src(owner.test, 40)}`"
+        if isinstance(owner, cst.Else):
+            head = parent.get(id(owner))
+            kind = {cst.If: "if", cst.For: "for", cst.While: "while"}.get(type(head), "try")
+            return f" in the `else` of `{kind} …`" if kind == "try" else f" in the `else` of {_header(head)}"
+        if isinstance(owner, (cst.For, cst.While)) and owner.body is block:
+            return f" in {_header(owner)}"
+        node = block
+
+
+def _header(node: cst.CSTNode) -> str:
+    if isinstance(node, cst.If):
+        return f"`if {src(node.test, 40)}`"
+    if isinstance(node, cst.While):
+        return f"`while {src(node.test, 40)}`"
+    if isinstance(node, cst.For):
+        return f"`for {src(node.target, 20)} in {src(node.iter, 30)}`"
+    return f"`{src(node, 40)}`"
 
 
 class _Slice:

@@ -185,22 +185,51 @@ def test_a_loop_without_reward_gets_the_documented_starting_rule():
 
 
 def test_exits_without_a_reward_beside_rewarded_ones_get_om393_as_its_title_says():
-    """OM393 is what the registry (and docs/migrate.md's table) says it is: some exits passed no reward and the
-    grader gives every rollout the reward the others passed. Exits passing *different* rewards are no OM393: run()
-    hands its reward over in the sample (carry)."""
+    """OM393 is what the registry (and docs/migrate.md's table) says it is: some exits passed no reward, and the
+    marker names exactly which; the grader gives those the reward the other exits passed (one reward, moved into
+    the grader). Exits all passing *different* rewards are no OM393: run() hands its reward over in the sample."""
     from codemods import codes
 
     last = 'return ctx.complete(messages, finish_reason="max_turns")'
     mixed = _text("sdk_docs_no_reward").replace(last, last[:-1] + ", reward=0.0)")
     result = _migrate(mixed)
     todo = next(t for t in result.todos if t.code == codes.LEGACY_REWARD_MIXED.code)
-    assert "1 of the loop's exits passed no reward" in todo.reason and "every rollout the reward `0.0`" in todo.reason
+    assert "run()'s exit 1 of 2 (`return ctx.complete(messages)` under `if not result.has_tool_calls`) passes no " \
+           "reward" in todo.reason and "every rollout the reward `0.0`" in todo.reason
     assert "ctx.set_reward(0.0)" in result.new_text
     title = codes.LEGACY_REWARD_MIXED.title
-    assert "passed no reward" in title and "every rollout the reward the other exits passed" in title
+    assert "passed no reward" in title and "the reward the other exits passed" in title and "starting rule" in title
     different = mixed.replace("return ctx.complete(messages)\n", "return ctx.complete(messages, reward=1.0)\n")
     result = _migrate(different)
     assert result.todos == [] and 'ctx.set_reward(ctx.sample.metrics.get("reward"))' in result.new_text
+
+
+@pytest.mark.parametrize("target", ["0.3", "0.2"])
+def test_exits_without_a_reward_beside_different_rewards_get_om393_and_the_starting_rule_not_none(target):
+    """Some exits pass no reward and the others pass *different* ones (run() hands those over in the sample's
+    metrics): the grader never sets None for a sample without one — which fails grading on osmosis-ai 0.3.8 — but
+    gives it the starting rule, and OM393 names exactly the exits that pass none (proof on the real 0.3.8:
+    test_legacy_loop_upstream.py, mixed_rewards.py)."""
+    result = _migrate(_text("mixed_rewards"), target=target)
+    [todo] = result.todos
+    assert todo.code == "OM393"
+    assert todo.reason.startswith("run()'s exit 1 of 3 (`return ctx.complete(messages)` under `if tool_calls == 0`) "
+                                  "passes no reward")
+    assert "starting rule" in todo.reason
+    out = result.new_text
+    assert "metrics.get(\"reward\"))" not in out  # never set_reward(<None for those exits>)
+    assert 'reward = ctx.sample.metrics.get("reward")' in out if target == "0.3" else \
+        'reward = sample.metrics.get("reward")' in out
+    assert "if reward is None:" in out and "def _last_assistant_text(" in out
+    assert "return _sample(messages)  # answered without a tool" in out
+    assert "return _sample(messages, reward=1.0)" in out
+    # the exits are named also when several pass none, with their branch
+    several = _text("mixed_rewards").replace('return ctx.complete(messages, finish_reason="max_turns", reward=0.0)',
+                                             'return ctx.complete(messages, finish_reason="max_turns")')
+    todo = _migrate(several, target=target).todos[0]
+    assert todo.code == "OM393" and todo.reason.startswith(
+        "run()'s exits 1 and 3 of 3 (`return ctx.complete(messages)` under `if tool_calls == 0`; "
+        "`return ctx.complete(messages, finish_reason=\"max_turns\")`) pass no reward")
 
 
 def test_init_takes_the_workflow_config_and_its_arguments_are_bound_where_the_module_built_it():

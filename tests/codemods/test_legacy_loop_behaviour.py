@@ -129,6 +129,7 @@ LOOPS = [
     Loop(LEGACY / "unrecognisable.py", "JudgeLoop"),
     Loop(LEGACY / "init_with_args.py", "PromptedLoop", '"Answer briefly."'),
     Loop(LEGACY / "ctx_helper_method.py", "StepLoop"),
+    Loop(LEGACY / "mixed_rewards.py", "AdderLoop"),
 ]
 
 
@@ -290,11 +291,14 @@ async def callback_outcomes(url: str, cases=CASES) -> list[Outcome]:
 
 
 def expected(original: list[Outcome], todos: list, cases=CASES) -> list[Outcome]:
-    """What the migrated loop must earn: the original's outcome; for a loop that passed no reward (OM394) the
-    starting rule's reward of the original's answer."""
+    """What the migrated loop must earn: the original's outcome; for a loop that passed no reward (OM394) — or an
+    exit that passed none beside exits whose rewards run() hands over (OM393, the grader's starting rule there) —
+    the starting rule's reward of the original's answer."""
     rule = "OM394" in {t.code for t in todos}
-    return [Outcome(True) if o.failed else Outcome(False, starting_rule(o.answer, truth) if rule else o.reward, o.answer)
-            for o, (_, truth) in zip(original, cases)]
+    missing = any(t.code == "OM393" and "starting rule" in t.reason for t in todos)
+    return [Outcome(True) if o.failed else Outcome(
+        False, starting_rule(o.answer, truth) if rule or (missing and o.reward is None) else o.reward, o.answer)
+        for o, (_, truth) in zip(original, cases)]
 
 
 def comparable(outcomes: list[Outcome]) -> list[tuple]:

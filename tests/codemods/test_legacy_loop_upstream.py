@@ -253,3 +253,25 @@ async def test_a_kept_create_app_api_key_guards_the_real_0_3_8_server(tmp_path):
                                                   initial_messages=[{"role": "user", "content": "What is 2 + 2?"}])
         await controller.aclose()
     assert record.status == "success" and record.reward == 1.0, record
+
+
+async def test_exits_without_a_reward_beside_different_rewards_are_graded_on_the_real_0_3_8(tmp_path):
+    """``mixed_rewards.py``: one exit of run() passes no reward (the legacy platform scored it), the others pass
+    different rewards, which run() hands over in the sample's metrics. The generated grader must not
+    ``set_reward(None)`` for the exit without one (the real 0.3.8 then fails grading): it gives that sample the
+    starting rule, and OM393 names the exit. Served by the real 0.3.8, every rollout succeeds, with the original's
+    reward where it passed one and the starting rule's where it passed none."""
+    from tests.codemods.test_legacy_loop_behaviour import polling_outcomes
+
+    require_upstream(RELEASE["0.3"])
+    loop = next(x for x in LOOPS if x.path.name == "mixed_rewards.py")
+    original = await original_outcomes(loop, tmp_path / "original")
+    assert [o.reward for o in original] == [1.0, None, None, None]  # the tool-use exit, then three without one
+    path, todos = write_tree(loop, tmp_path / "migrated", "0.3")
+    [todo] = todos
+    assert todo.code == "OM393" and "run()'s exit 1 of 3 (`return ctx.complete(messages)` under `if tool_calls == 0`)" \
+        in todo.reason and "starting rule" in todo.reason
+    with UpstreamServer(path, RELEASE["0.3"]) as server:
+        got = await polling_outcomes(server.url)
+    assert comparable(got) == comparable(expected(original, todos)), (original, got)
+    assert [o.reward for o in got] == [1.0, 1.0, 0.0, 1.0]  # 1.0 handed over; the starting rule ("41" is wrong)

@@ -203,6 +203,16 @@ def test_the_om191_of_a_tools_own_agent_says_what_the_plan_did_at_each_target():
     assert "not part of the trained sample" in reason and "once every caller" not in reason
 
 
+def test_own_agent_tools_docstring_names_the_sample_the_0_3_plan_chooses():
+    """At 0.3 the sample is the driver's last run that runs once per rollout (choose_sample), not "the agent calling
+    the tool" (a tool's caller may be a run in a loop, or not the last run): the planner's docstring says so."""
+    from codemods.plan.planner import DriverPlanner
+
+    doc = " ".join((DriverPlanner.own_agent_tools.__doc__ or "").split())
+    assert "the agent calling the tool is the sample" not in doc
+    assert "the sample is the driver's last run that runs once per rollout" in doc
+
+
 def test_the_rule_docstrings_say_what_the_0_3_plan_does_with_several_agents():
     """At 0.3 a program with several agents is migrated with exactly one sample source per run(): Strands keeps one
     OsmosisStrandsAgent and the other agents plain, each with an OM191; OpenAI Agents gives every agent the
