@@ -42,20 +42,20 @@ class Lifted:
     kind: str
     owner: str
     method: str = ""
+    # the run the workflow does, as code of the original module with the prompt in ``prompt`` (the edit message
+    # names it, and ``--verify`` evaluates it on the original: codemods/verify/plan.py)
+    run: str = ""
 
     @property
     def call(self) -> str:
         """How the workflow reaches the agent, as the user would read it."""
-        return {"class": f"{self.owner}().{self.method}()", "factory": f"{self.owner}()"}.get(self.kind, self.owner)
+        return self.run.removeprefix("await ")
 
     @property
     def note(self) -> str:
         """Words for the edit message."""
-        if self.kind == "class":
-            return f"`{self.owner}` kept for its importers; the workflow calls `{self.call}` with the prompt's text"
-        if self.kind == "factory":
-            return f"`{self.owner}` kept for its importers; the workflow runs the agent `{self.call}` returns on the prompt"
-        return f"`{self.owner}` kept for its importers; the workflow runs a copy of it on the prompt"
+        what = {"class": "a rollout copy of it", "factory": "what a rollout copy of it builds"}.get(self.kind, "a copy")
+        return f"`{self.owner}` kept for its importers; the workflow runs {what} on the prompt"
 
 
 _HANDLER_NAMES = re.compile(r"(^|_)(handler|lambda_handler|handle)$")
@@ -202,7 +202,8 @@ def _library_class_entries(model: ModuleModel, fw: "Framework", classes: set[str
                                    f"    return {call}\n")
         assert isinstance(func, cst.FunctionDef)
         out.append(Driver("function", f"{name}_{method.name.value}", [i], list(block_statements(func.body)), func,
-                          lifted=Lifted("class", name, method.name.value)))
+                          lifted=Lifted("class", name, method.name.value,
+                                        f"{name}().{method.name.value}(prompt)")))
     return out
 
 
@@ -230,7 +231,8 @@ def _library_factory_entries(model: ModuleModel, fw: "Framework", runners: set[s
     assert isinstance(synthetic, cst.FunctionDef)
     model.producers = {*model.producers, name}  # the synthetic call is its caller
     return [Driver("function", name, [model.functions[name]], list(block_statements(synthetic.body)),
-                   synthetic, lifted=Lifted("factory", name))]
+                   synthetic, lifted=Lifted("factory", name,
+                                            run=fw.direct_run.format(agent=f"{name}()", input="prompt")))]
 
 
 def _library_tool_entries(model: ModuleModel, fw: "Framework", runners: set[str]) -> list[Driver]:
@@ -274,7 +276,7 @@ def _library_agent_entries(model: ModuleModel, fw: "Framework") -> list[Driver]:
     synthetic = cst.parse_statement(f"async def {roots[0]}(prompt):\n    return {run}\n")
     assert isinstance(synthetic, cst.FunctionDef)
     return [Driver("function", roots[0], [model.agents[roots[0]]], list(block_statements(synthetic.body)),
-                   synthetic, lifted=Lifted("agent", roots[0]))]
+                   synthetic, lifted=Lifted("agent", roots[0], run=run))]
 
 
 def _required_params(func: cst.FunctionDef) -> list[str]:

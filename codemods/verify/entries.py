@@ -5,6 +5,8 @@ An :class:`Entry` says how a child process runs the original on a prompt:
 * ``script`` — the module run as ``__main__`` (its module-level code, its ``if __name__ == "__main__":`` block
   calling ``main()`` / ``asyncio.run(main())``), the prompt on stdin for ``input()`` (a REPL then gets the word it
   stops on, else end of input) and in ``sys.argv`` for the argparse arguments it requires / ``sys.argv[1]``;
+* ``expr`` — an expression of ``prompt`` evaluated in the module (a library module's entry, which the migration
+  lifted: its edit names the run);
 * ``call`` — a function of the module called the way its caller would: with the prompt (a helper, a route),
   an event carrying the prompt under the keys the function reads (a Lambda-style ``handler(event, context)``, a
   ``payload.get("prompt")``), or an object with the prompt in the attributes it reads (a request model).
@@ -21,6 +23,7 @@ from typing import Optional, Union
 
 SCRIPT = "script"
 CALL = "call"
+EXPR = "expr"  # a library module's lifted entry: an expression of ``prompt`` evaluated in the module
 PROMPT = "{prompt}"  # placeholder in argv: the case's prompt
 EVENT = "{event}"  # placeholder in argv: a JSON event carrying the prompt under ``keys``
 
@@ -48,6 +51,12 @@ class Entry:
         return {"kind": self.kind, "function": self.function, "argument": self.argument, "keys": list(self.keys),
                 "annotation": self.annotation, "extra_arguments": self.extra_arguments, "argv": list(self.argv),
                 "stdin_after": list(self.stdin_after)}
+
+
+def expression_entry(expression: str) -> Entry:
+    """The entry of a library module the migration lifted (``Assistant().chat(prompt)``, ``Runner.run(agent,
+    prompt)``): that expression, evaluated in the original module with the case's prompt as ``prompt``."""
+    return Entry(EXPR, expression, AS_TEXT, description=f"`{expression}` evaluated in the original module")
 
 
 def find_entry(text: str, driver: Optional[str], drivers: frozenset = frozenset()) -> Union[Entry, str]:

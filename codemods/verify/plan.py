@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence, Union
 
 from codemods import codes
-from codemods.verify.entries import Entry, find_entry
+from codemods.verify.entries import Entry, expression_entry, find_entry
 
 #: The migrator's OM103/OM203 edit: which driver became which workflow class.
-_WRAPPED = re.compile(r"(?:`(\w+)`|the `__main__` (block)|the (module)-level code[^`]*?) wrapped as (\w+)\(AgentWorkflow\)")
+#: (A library module's entry is named by the run it lifted, an expression of ``prompt``: `Assistant().chat(prompt)`.)
+_WRAPPED = re.compile(r"(?:`([^`]+)`|the `__main__` (block)|the (module)-level code[^`]*?) wrapped as (\w+)\(AgentWorkflow\)")
 
 ORIGINAL_SCRIPT, ORIGINAL_CALL, LEGACY = "script", "call", "legacy"
 WORKFLOW = "workflow"
@@ -61,7 +62,8 @@ def plan_file(old: str, new: str, edits: Sequence[Any]) -> Union[list[Target], U
     targets: list[Target] = []
     drivers = frozenset(d for d, _ in wrapped)
     for driver, workflow in wrapped:
-        entry = find_entry(old, driver, drivers)
+        entry = expression_entry(driver) if not driver.isidentifier() and driver != "<module>" \
+            else find_entry(old, driver, drivers)
         if isinstance(entry, str):
             return entry
         targets.append(Target(driver if driver not in ("__main__", "<module>") else workflow, entry.kind, entry,

@@ -210,3 +210,21 @@ def test_cli_verify_help_and_no_runtime_import_at_module_level():
     help_text = subprocess.run([sys.executable, "-m", "codemods.cli", "--help"], cwd=ROOT, capture_output=True,
                                text=True).stdout
     assert "--verify" in help_text and "a difference was found" in help_text
+
+
+def test_a_library_modules_lifted_entry_is_evaluated_on_the_original(zygote):
+    # the migration lifted `ChatAssistant().chat(prompt)` / `Runner.run(planner_agent, prompt)`: the original is
+    # entered by that same run, so the verdict compares like with like
+    items = [_item(FIXTURES / "strands_agent/library_class.py"), _item(FIXTURES / "openai_agent/library_agents.py")]
+    verdicts = verify_migrations(items, zygote=zygote)
+    assert [v.status for v in verdicts] == [SAME, SAME], [v.describe() for v in verdicts]
+    assert "`ChatAssistant().chat(prompt)` evaluated in the original module" in verdicts[0].how
+    assert "`Runner.run(planner_agent, prompt)` evaluated in the original module" in verdicts[1].how
+
+
+def test_a_stubbed_prompt_that_declares_its_answer_gives_it():
+    from codemods.verify.child.sandbox import Stub
+
+    assert Stub("examples.auto_mode.confirm_with_fallback")("Approve? ", default=False) is False
+    assert Stub("prompts.input_with_default")("Name: ", fallback="Ada") == "Ada"
+    assert isinstance(Stub("examples.helpers.render")("x", default=1), Stub)  # not a prompt: still a stub

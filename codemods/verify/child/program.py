@@ -21,7 +21,7 @@ import sys
 import types
 from typing import Any, Iterator
 
-from codemods.verify.entries import AS_EVENT, AS_OBJECT, AS_TEXT, EVENT, PROMPT, SCRIPT, Entry
+from codemods.verify.entries import AS_EVENT, AS_OBJECT, AS_TEXT, EVENT, EXPR, PROMPT, SCRIPT, Entry
 
 
 class CaseTimeout(Exception):
@@ -70,6 +70,8 @@ def run_case(text: str, path: str, entry: Entry, prompt: str, timeout: float) ->
                     load_module(text, path, "__main__")
                     return None
                 module = load_module(text, path, _module_name(path))
+                if entry.kind == EXPR:
+                    return _settle(_evaluate(module, entry.function or "", prompt))
                 return _call(module, entry, prompt)
             except SystemExit as exc:
                 if exc.code not in (None, 0):
@@ -113,6 +115,18 @@ def _call(module: types.ModuleType, entry: Entry, prompt: str) -> Any:
     args += [None] * entry.extra_arguments
     result = fn(*args)
     return _settle(result)
+
+
+def _evaluate(module: types.ModuleType, expression: str, prompt: str) -> Any:
+    """``expression`` (a library module's entry) in the module's namespace, ``prompt`` bound to the case's prompt;
+    ``Runner`` is the Agents SDK's when the module does not import it (the lifted run names it)."""
+    namespace = dict(vars(module))
+    if "Runner" in expression and "Runner" not in namespace:
+        from agents import Runner
+
+        namespace["Runner"] = Runner
+    namespace["prompt"] = prompt
+    return eval(compile(expression, "<entry>", "eval"), namespace)  # noqa: S307 - the migrator's own expression
 
 
 def _settle(result: Any) -> Any:
