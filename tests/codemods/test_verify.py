@@ -228,3 +228,4 @@ def test_a_stubbed_prompt_that_declares_its_answer_gives_it():
     assert Stub("examples.auto_mode.confirm_with_fallback")("Approve? ", default=False) is False
     assert Stub("prompts.input_with_default")("Name: ", fallback="Ada") == "Ada"
     assert isinstance(Stub("examples.helpers.render")("x", default=1), Stub)  # not a prompt: still a stub
+    assert Stub("examples.auto_mode.is_auto_mode")() is False  # a check of a missing module: nothing is on

@@ -28,6 +28,7 @@ _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "0.0.0.0", ""})
 _READS_USER = re.compile(r"^(input_\w+|\w+_input|get_input|ask_user\w*|prompt_user\w*)$")
 _CONFIRMS = re.compile(r"^(confirm\w*|\w+_confirm)$")
 _NO_ANSWER = object()
+_PREDICATE = re.compile(r"^(is|has|should|can|use)_\w+$")
 
 
 class Blocked(RuntimeError):
@@ -225,7 +226,8 @@ class _StubBase:
 
 class Stub:
     """Anything a missing module offers: callable (a decorator returns what it decorates), awaitable, iterable
-    (empty), a context manager, a base class; a callable named like a read from the user reads stdin."""
+    (empty), a context manager, a base class; a callable named like a read from the user reads stdin
+    (or gives the answer it declares: `default=`), one named like a check (`is_auto_mode()`) answers False."""
 
     def __init__(self, name: str) -> None:
         object.__setattr__(self, "_stub_name", name)
@@ -249,6 +251,8 @@ class Stub:
             return answer
         if _READS_USER.match(last):
             return input(args[0] if args and isinstance(args[0], str) else "")
+        if _PREDICATE.match(last):
+            return False  # a check the missing module would answer (`is_auto_mode()`): no mode, no feature is on
         return Stub(f"{self._stub_name}()")
 
     def __mro_entries__(self, bases: tuple) -> tuple:
