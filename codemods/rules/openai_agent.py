@@ -136,6 +136,15 @@ class OpenAIFramework(Framework):
                 "(Responses API): the rollout model (chat completions) would run without it — put its text in "
                 "`instructions` by hand"
             ), []
+        settings = kwarg(ctor, "model_settings")
+        if self.target == "0.2" and settings is not None and isinstance(settings.value, cst.Call) \
+                and kwarg(settings.value, "reasoning") is not None:
+            # 0.2.31's rollout model goes through LiteLLM, which refuses `reasoning_effort` for the rollout's model
+            # on every call (checked on the real 0.2.31); 0.3.8 passes it on
+            return CtorPlan(), (
+                f"its model settings set `reasoning=` (`{code(settings.value, 50)}`), which osmosis-ai 0.2's "
+                "rollout model (LiteLLM) refuses on every call - drop it for 0.2, or target 0.3 (`--target 0.3`)"
+            ), []
         arg = kwarg(ctor, "model")
         if arg is None:
             return CtorPlan(model=self._placeholder(), model_note="none (the SDK default)"), "", []

@@ -688,3 +688,14 @@ def test_no_tool_entry_is_guessed_among_several_tools():
                 "    checker = Agent()\n    return str(checker(query))\n")
     res = migrate_source(program, filename="library_tool.py")
     assert "(AgentWorkflow)" not in res.new_text and not res.edits
+
+
+def test_reasoning_settings_are_a_todo_at_0_2_only():
+    # the corpus' GPT-5 hello world: 0.2.31's LiteLLM rollout model refuses `reasoning_effort` on every call (the
+    # real 0.2.31 proof found it); 0.3.8 passes it on
+    res = _corpus_result("openai/oaa__examples__basic__hello_world_gpt_5.py")
+    assert not [t for t in res.todos if t.code == "OM290"]
+    text = (CORPUS / "openai/oaa__examples__basic__hello_world_gpt_5.py").read_text()
+    res = migrate_source(text, filename="hello_world_gpt_5.py", target="0.2")
+    [todo] = [t for t in res.todos if t.code == "OM290"]
+    assert "`reasoning=`" in todo.reason and "--target 0.3" in todo.reason and "(AgentWorkflow)" not in res.new_text
