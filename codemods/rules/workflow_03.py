@@ -23,7 +23,7 @@ import libcst as cst
 
 from codemods import codes
 from codemods.base import ImportTable, Rule, RuleContext, dotted_name, has_skip_marker, with_todo_comment
-from codemods.visit import visit as fast_visit
+from codemods.visit import Transformer, visit as fast_visit
 
 SERVER = "osmosis_ai.rollout.server"
 _SOURCES = ("OsmosisStrandsAgent", "OsmosisMemorySession")
@@ -46,7 +46,7 @@ class Workflow03Rule(Rule):
         return module.visit(_To03(ctx, table))
 
 
-class _To03(cst.CSTTransformer):
+class _To03(Transformer):
     def __init__(self, ctx: RuleContext, table: ImportTable) -> None:
         self.ctx, self.table = ctx, table
         self.todo_stack: list[list[str]] = []  # reasons collected for the statement being rebuilt
@@ -200,7 +200,7 @@ class _To03(cst.CSTTransformer):
         return rewards[0], it.func.value
 
 
-class _SetRewardSwap(cst.CSTTransformer):
+class _SetRewardSwap(Transformer):
     """Turns the one ``call`` (by identity), ``ctx.set_sample_reward(sid, r)``, into ``ctx.set_reward(r)``."""
 
     def __init__(self, call: cst.Call) -> None:
