@@ -18,6 +18,7 @@ dispatch none of them needs.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import textwrap
 from typing import Iterator, Optional, TypeVar
@@ -186,8 +187,9 @@ def visit(node: _N, visitor: cst.CSTVisitor) -> _N:
         kinds = table.get(_KINDS)
         if kinds is None:
             # a visitor with no hook of its own on whitespace nodes only calls libcst's no-op stubs there: their
-            # subtrees (whitespace holds only whitespace) are not walked at all — over half of the nodes of a tree
-            kinds = table[_KINDS] = NODE_KINDS if _whitespace_hooks(cls) else SOLID_KINDS
+            # subtrees (whitespace holds only whitespace) are not walked at all — over half of the nodes of a tree;
+            # nor are the tokens it has no hook on (commas, dots, brackets, operators: only whitespace below them)
+            kinds = table[_KINDS] = NODE_KINDS if _whitespace_hooks(cls) else _Kinds(cls)
         _walk_dispatch(node, visitor, table, kinds)
     return node
 
@@ -299,8 +301,42 @@ def _walk_dispatch(node: cst.CSTNode, visitor: cst.CSTVisitor, table: dict, kind
         leave(visitor, node)
 
 
+class _Kinds(dict):
+    """:data:`SOLID_KINDS` for one visitor class, with the :data:`TOKEN_TYPES` it has no hook on as 0 (not walked:
+    their fields are whitespace, which is not walked either)."""
+
+    def __init__(self, visitor_class: type) -> None:
+        super().__init__()
+        self.visitor_class = visitor_class
+
+
 def _kind(kinds: dict[type, int], value: object) -> int:
-    return solid_kind_of(value) if kinds is SOLID_KINDS else kind_of(value)
+    if kinds is NODE_KINDS:
+        return kind_of(value)
+    k = solid_kind_of(value)
+    if isinstance(kinds, _Kinds):
+        t = type(value)
+        if k == 1 and t in TOKEN_TYPES and not (_hook(kinds.visitor_class, f"visit_{t.__name__}")
+                                                  or _hook(kinds.visitor_class, f"leave_{t.__name__}")):
+            k = 0
+        kinds[t] = k
+    return k
+
+
+def _token_types() -> frozenset[type]:
+    """libcst's node types whose fields are all whitespace (``whitespace_before``/``_after``/``_between``), or that
+    have none: the tokens (commas, dots, brackets, colons, operators, ``*`` of ``import *``…)."""
+    out = set()
+    for name in dir(cst):
+        t = getattr(cst, name)
+        if isinstance(t, type) and issubclass(t, cst.CSTNode) and dataclasses.is_dataclass(t) \
+                and not getattr(t, "__abstractmethods__", None) \
+                and all(f.name.startswith("whitespace") for f in dataclasses.fields(t)):
+            out.add(t)
+    return frozenset(out)
+
+
+TOKEN_TYPES: frozenset[type] = _token_types()
 
 
 def parents(root: cst.CSTNode, whitespace: bool = True) -> dict[int, cst.CSTNode]:
@@ -316,7 +352,9 @@ def parents(root: cst.CSTNode, whitespace: bool = True) -> dict[int, cst.CSTNode
     return out
 
 
-def replace_node(root: _N, old: cst.CSTNode, new: cst.CSTNode, parent_of: Optional[dict[int, cst.CSTNode]] = None) -> _N:
+def replace_node(
+    root: _N, old: cst.CSTNode, new: cst.CSTNode, parent_of: Optional[dict[int, cst.CSTNode]] = None,
+) -> _N:
     """``root`` with the node ``old`` (by identity) replaced by ``new``: only the nodes on the path from ``root`` to
     ``old`` are rebuilt (a transformer would rebuild the whole tree to change one node)."""
     if old is root:
