@@ -21,8 +21,9 @@ in one process. The floor's files: on the mixed tree a random sample of ``--floo
 the whole tree (``--full-floor`` for all of them); on the other trees exactly the files the driver parsed (from the
 ``-j 1`` report), and there the files/s of the driver count those files too, so the ratio is the ratio of times.
 Each measurement is the fastest of ``--repeat`` interleaved runs (the machine is shared). Prints a table (seconds,
-and the ratio of the driver's and of the CLI's time to the floor's), writes ``bench/out/migrate.json`` (entries of
-trees not run this time are kept from the last run).
+the ratio of the driver's and of the CLI's time to the floor's, and of the driver's CPU time to the floor's: on a
+shared machine CPU seconds move less than wall seconds), writes ``bench/out/migrate.json`` (entries of trees not
+run this time are kept from the last run).
 
     python bench/migrate.py [--trees mixed,agents,sdk,site] [--files 5000] [--agent-files 1000]
                             [--floor-sample 400] [--full-floor] [--repeat 3] [--code DIR]
@@ -157,7 +158,7 @@ import sys, time, json
 import libcst
 sys.setrecursionlimit(3000)
 paths = json.load(sys.stdin)
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 ok = failed = 0
 for p in paths:
     try:
@@ -166,7 +167,8 @@ for p in paths:
         ok += 1
     except Exception:
         failed += 1
-print(json.dumps({"seconds": time.perf_counter() - t0, "ok": ok, "failed": failed}))
+print(json.dumps({"seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0, "ok": ok,
+                  "failed": failed}))
 """
 
 
@@ -176,10 +178,11 @@ from codemods.driver import run_many, select_rules
 from codemods.walk import iter_python_files
 paths = list(iter_python_files(json.load(sys.stdin)))  # the CLI's walk (default excludes, .gitignore files)
 rules = select_rules()
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 results = run_many(paths, rules, jobs=1)
-seconds = time.perf_counter() - t0
-print(json.dumps({"seconds": seconds, "files": len(paths), "failed": sum(r.status == "failed" for r in results)}))
+seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "files": len(paths),
+                  "failed": sum(r.status == "failed" for r in results)}))
 """
 
 
@@ -240,9 +243,14 @@ def measure(tree: Path, args: argparse.Namespace) -> dict:
     # prefiltered files would dilute its time), so files/s compare as times
     counted = n if tree.name == "mixed" else len(sample)
     floor_s = counted / fps if fps else 0.0
-    entry["floor"] = {**f, "files": len(sample), "files_per_s": fps, "seconds_counted": floor_s}
-    entry["in_process_j1"] = {**ip, "files_per_s": counted / ip["seconds"]}
+    # CPU seconds too (fastest of the runs): on a machine shared with other jobs they move less than wall time
+    f_cpu = min(x["cpu_seconds"] for x in floors) * (counted / len(sample) if sample else 0.0)
+    ip_cpu = min(x["cpu_seconds"] for x in ips)
+    entry["floor"] = {**f, "files": len(sample), "files_per_s": fps, "seconds_counted": floor_s,
+                      "cpu_seconds_counted": f_cpu}
+    entry["in_process_j1"] = {**ip, "files_per_s": counted / ip["seconds"], "cpu_seconds": ip_cpu}
     entry["in_process_vs_floor"] = ip["seconds"] / floor_s if floor_s else None
+    entry["in_process_vs_floor_cpu"] = ip_cpu / f_cpu if f_cpu else None
     entry["j1_vs_floor"] = entry["j1"]["seconds"] / floor_s if floor_s else None
     return entry
 
@@ -250,7 +258,7 @@ def measure(tree: Path, args: argparse.Namespace) -> dict:
 def print_table(results: dict, names: list[str]) -> None:
     print(f"osmosis-migrate --check, {results['cores']} cores, Python {results['python']}")
     print(f"{'tree':<7} {'files':>6} {'prefiltered':>11} {'parsed':>6} {'failed':>6} {'-j1 s':>7} {'-j2 s':>7} "
-          f"{'in-proc s':>9} {'floor s':>7} {'(files)':>7} {'in-proc/floor':>13} {'-j1/floor':>9}")
+          f"{'in-proc s':>9} {'floor s':>7} {'(files)':>7} {'in-proc/floor':>13} {'-j1/floor':>9} {'cpu ratio':>9}")
     for name in names:
         e = results[name]
         s = e["j1"]["summary"]
@@ -260,7 +268,7 @@ def print_table(results: dict, names: list[str]) -> None:
         print(f"{name:<7} {e['files']:>6} {s['skipped_prefilter']:>11} {s['changed'] + s['unchanged']:>6} "
               f"{s['failed']:>6} {e['j1']['seconds']:>7.2f} {e['j2']['seconds']:>7.2f} "
               f"{e['in_process_j1']['seconds']:>9.2f} {e['floor']['seconds_counted']:>7.2f} {e['floor']['files']:>7} "
-              f"{e['in_process_vs_floor']:>12.2f}x {e['j1_vs_floor']:>8.2f}x")
+              f"{e['in_process_vs_floor']:>12.2f}x {e['j1_vs_floor']:>8.2f}x {e['in_process_vs_floor_cpu']:>8.2f}x")
     if "mixed" in names:
         report = json.loads((OUT / "report-mixed-j1.json").read_text())
         for f in report["files"]:
