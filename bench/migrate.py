@@ -1,21 +1,32 @@
-"""Benchmark of ``osmosis-migrate`` (issue 5 item 6).
+"""Benchmark of ``osmosis-migrate`` (issue 5 item 6, issue 18 item 7).
 
-Builds two trees under ``bench/out/migrate/``:
+Builds, under ``bench/out/migrate/``, two generated trees and two real ones:
 
 * **mixed**: ≥ 5,000 real third-party Python files copied from this venv's site-packages (the framework packages
   ``strands``/``agents`` themselves excluded: they are not user code), plus ~2 % agent files generated from the
   codemod fixtures, plus two pathological files (nesting too deep for libcst) that must be reported failed
   while the run goes on;
-* **agents**: only agent files (the fixtures, renamed copies).
+* **agents**: only agent files (the fixtures, renamed copies);
+* **sdk**: a copy of the installed OpenAI Agents SDK package (``site-packages/agents``, as ``sdk/agents/``) — real
+  code full of the trigger words (~300 files, ~50 parsed);
+* **site**: a copy of this environment's whole site-packages (hard links where the file system allows: the run
+  writes nothing), ``__pycache__`` left out — every installed package as it is (~12,000 Python files, ~230
+  parsed; the figures depend on what the venv holds).
 
-Measures ``osmosis-migrate --check`` (the full pipeline minus the writes: walk, prefilter, parse, all rules,
-codegen, safety re-parse) as a subprocess with ``-j 1`` and ``-j 2``, and the floor any libcst tool pays — plain
-``libcst.parse_module`` + ``.code`` in one process — on the same trees (on the mixed tree, a random sample of
-``--floor-sample`` files, extrapolated; ``--full-floor`` for all of them; on the agent tree, the files the driver
-parses, and the driver's files/s counts those files too, so the ratio is the time per parsed file). Prints the
-table, writes ``bench/out/migrate.json``.
+Measures ``osmosis-migrate --check`` (the full pipeline minus the writes: walk, prefilter, cross-file facts, parse,
+all rules, codegen, safety re-parse) as a subprocess with ``-j 1`` and ``-j 2`` (the CLI as users run it,
+interpreter start-up included); the driver in one process (``run_many`` with ``-j 1`` on the files the CLI's walk
+finds, without start-up and walk); and the floor any libcst tool pays — plain ``libcst.parse_module`` + ``.code``
+in one process. The floor's files: on the mixed tree a random sample of ``--floor-sample`` files, extrapolated to
+the whole tree (``--full-floor`` for all of them); on the other trees exactly the files the driver parsed (from the
+``-j 1`` report), and there the files/s of the driver count those files too, so the ratio is the ratio of times.
+Each measurement is the fastest of ``--repeat`` interleaved runs (the machine is shared). Prints a table (seconds,
+the ratio of the driver's and of the CLI's time to the floor's, and of the driver's CPU time to the floor's: on a
+shared machine CPU seconds move less than wall seconds), writes ``bench/out/migrate.json`` (entries of trees not
+run this time are kept from the last run).
 
-    python bench/migrate.py [--files 5000] [--agent-files 1000] [--floor-sample 400] [--full-floor] [--repeat 3]
+    python bench/migrate.py [--trees mixed,agents,sdk,site] [--files 5000] [--agent-files 1000]
+                            [--floor-sample 400] [--full-floor] [--repeat 3] [--code DIR]
 """
 
 from __future__ import annotations
@@ -36,6 +47,7 @@ FIXTURES = ROOT / "tests" / "codemods" / "fixtures"
 SITE = Path(sys.prefix) / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
 SKIP_PACKAGES = {"strands", "agents", "osmosis_compat", "codemods", "_pytest", "pip", "setuptools"}
 MAX_BYTES = 300_000
+TREES = ("mixed", "agents", "sdk", "site")
 
 
 def real_files(n: int, seed: int = 0) -> list[Path]:
@@ -95,8 +107,30 @@ def build_agents(n: int) -> Path:
     return tree
 
 
-def count_py(tree: Path) -> int:
-    return sum(1 for _ in tree.rglob("*.py"))
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def build_real(name: str) -> Path:
+    """A copy of installed code: ``sdk`` (the OpenAI Agents SDK package, kept under its own name so its absolute
+    imports name it) or ``site`` (the whole site-packages; named so that no default exclude matches the root)."""
+    tree = OUT / name
+    shutil.rmtree(tree, ignore_errors=True)
+    src, dst = (SITE / "agents", tree / "agents") if name == "sdk" else (SITE, tree)
+    shutil.copytree(src, dst, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"),
+                    copy_function=_link_or_copy)
+    return tree
+
+
+def build(name: str, args: argparse.Namespace) -> Path:
+    if name == "mixed":
+        return build_mixed(args.files, args.agent_ratio)
+    if name == "agents":
+        return build_agents(args.agent_files)
+    return build_real(name)
 
 
 CODE = ROOT  # where `codemods` is imported from in the child processes (--code)
@@ -124,7 +158,7 @@ import sys, time, json
 import libcst
 sys.setrecursionlimit(3000)
 paths = json.load(sys.stdin)
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 ok = failed = 0
 for p in paths:
     try:
@@ -133,19 +167,22 @@ for p in paths:
         ok += 1
     except Exception:
         failed += 1
-print(json.dumps({"seconds": time.perf_counter() - t0, "ok": ok, "failed": failed}))
+print(json.dumps({"seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0, "ok": ok,
+                  "failed": failed}))
 """
 
 
 INPROC_CODE = r"""
 import sys, time, json
 from codemods.driver import run_many, select_rules
-paths = json.load(sys.stdin)
+from codemods.walk import iter_python_files
+paths = list(iter_python_files(json.load(sys.stdin)))  # the CLI's walk (default excludes, .gitignore files)
 rules = select_rules()
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 results = run_many(paths, rules, jobs=1)
-seconds = time.perf_counter() - t0
-print(json.dumps({"seconds": seconds, "failed": sum(r.status == "failed" for r in results)}))
+seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "files": len(paths),
+                  "failed": sum(r.status == "failed" for r in results)}))
 """
 
 
@@ -160,9 +197,10 @@ def _child(code: str, paths: list[Path], what: str) -> dict:
     return json.loads(proc.stdout)
 
 
-def in_process(paths: list[Path]) -> dict:
-    """The driver (prefilter, parse, rules, codegen, checks) in one process, without interpreter start-up."""
-    return _child(INPROC_CODE, paths, "in-process")
+def in_process(tree: Path) -> dict:
+    """The driver (prefilter, cross-file facts, parse, rules, codegen, checks) in one process on the files the CLI
+    walks in ``tree``, without interpreter start-up and the walk."""
+    return _child(INPROC_CODE, [tree], "in-process")
 
 
 def floor(paths: list[Path]) -> dict:
@@ -170,8 +208,77 @@ def floor(paths: list[Path]) -> dict:
     return _child(FLOOR_CODE, paths, "floor")
 
 
+def floor_files(tree: Path, args: argparse.Namespace) -> list[Path]:
+    """The files the floor is timed on: on the mixed tree a sample (or all), else the files the driver parsed."""
+    if tree.name == "mixed":
+        candidates = [p for p in tree.rglob("*.py") if "deep_" not in p.name and "long_chain" not in p.name]
+        if args.full_floor:
+            return candidates
+        return random.Random(1).sample(candidates, min(args.floor_sample, len(candidates)))
+    # the files the driver parses: those without a trigger word cost it nothing (prefiltered) and any libcst tool
+    # would skip them too, so they do not count for the floor either
+    report = json.loads((OUT / f"report-{tree.name}-j1.json").read_text())
+    parsed = [f["path"] for f in report["files"] if f["status"] != "skipped"]  # listed: parsed, or it has TODOs
+    return [Path(p) for p in parsed if os.path.isfile(p)]
+
+
+def measure(tree: Path, args: argparse.Namespace) -> dict:
+    entry: dict = {}
+    for jobs in (1, 2):
+        # fastest of the runs with the fewest failures (a run that fails files is not a faster run)
+        runs = [run_tool(tree, jobs) for _ in range(args.repeat)]
+        entry[f"j{jobs}"] = min(runs, key=lambda x: (x["summary"]["failed"], x["seconds"]))
+    n = entry["files"] = entry["j1"]["summary"]["scanned"]
+    for jobs in (1, 2):
+        entry[f"j{jobs}"]["files_per_s"] = n / entry[f"j{jobs}"]["seconds"]
+    sample = floor_files(tree, args)
+    floors, ips = [], []
+    for _ in range(args.repeat):  # interleaved, so both see the same load
+        floors.append(floor(sample))
+        ips.append(in_process(tree))
+    f = min(floors, key=lambda x: x["seconds"])
+    ip = min(ips, key=lambda x: (x["failed"], x["seconds"]))
+    fps = f["ok"] / f["seconds"] if f["seconds"] else 0.0
+    # mixed tree: the whole tree, the floor extrapolated to it; the others: per file the driver parses (the
+    # prefiltered files would dilute its time), so files/s compare as times
+    counted = n if tree.name == "mixed" else len(sample)
+    floor_s = counted / fps if fps else 0.0
+    # CPU seconds too (fastest of the runs): on a machine shared with other jobs they move less than wall time
+    f_cpu = min(x["cpu_seconds"] for x in floors) * (counted / len(sample) if sample else 0.0)
+    ip_cpu = min(x["cpu_seconds"] for x in ips)
+    entry["floor"] = {**f, "files": len(sample), "files_per_s": fps, "seconds_counted": floor_s,
+                      "cpu_seconds_counted": f_cpu}
+    entry["in_process_j1"] = {**ip, "files_per_s": counted / ip["seconds"], "cpu_seconds": ip_cpu}
+    entry["in_process_vs_floor"] = ip["seconds"] / floor_s if floor_s else None
+    entry["in_process_vs_floor_cpu"] = ip_cpu / f_cpu if f_cpu else None
+    entry["j1_vs_floor"] = entry["j1"]["seconds"] / floor_s if floor_s else None
+    return entry
+
+
+def print_table(results: dict, names: list[str]) -> None:
+    print(f"osmosis-migrate --check, {results['cores']} cores, Python {results['python']}")
+    print(f"{'tree':<7} {'files':>6} {'prefiltered':>11} {'parsed':>6} {'failed':>6} {'-j1 s':>7} {'-j2 s':>7} "
+          f"{'in-proc s':>9} {'floor s':>7} {'(files)':>7} {'in-proc/floor':>13} {'-j1/floor':>9} {'cpu ratio':>9}")
+    for name in names:
+        e = results[name]
+        s = e["j1"]["summary"]
+        # -j1/-j2: the CLI as a user runs it (start-up, walk included); in-proc: the driver alone, -j 1; floor:
+        # plain libcst parse+codegen of the files it is timed on (mixed: extrapolated to the whole tree, < 1: the
+        # prefilter; the other trees: the files the driver parsed)
+        print(f"{name:<7} {e['files']:>6} {s['skipped_prefilter']:>11} {s['changed'] + s['unchanged']:>6} "
+              f"{s['failed']:>6} {e['j1']['seconds']:>7.2f} {e['j2']['seconds']:>7.2f} "
+              f"{e['in_process_j1']['seconds']:>9.2f} {e['floor']['seconds_counted']:>7.2f} {e['floor']['files']:>7} "
+              f"{e['in_process_vs_floor']:>12.2f}x {e['j1_vs_floor']:>8.2f}x {e['in_process_vs_floor_cpu']:>8.2f}x")
+    if "mixed" in names:
+        report = json.loads((OUT / "report-mixed-j1.json").read_text())
+        for f in report["files"]:
+            if f["status"] == "failed":
+                print(f"  failed (run went on): {Path(f['path']).name}: {f['error']}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--trees", default=",".join(TREES), help=f"comma-separated, of {', '.join(TREES)}")
     ap.add_argument("--files", type=int, default=5000, help="real third-party files in the mixed tree")
     ap.add_argument("--agent-ratio", type=float, default=0.02)
     ap.add_argument("--agent-files", type=int, default=1000, help="files in the all-agent tree")
@@ -184,61 +291,22 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     global CODE
     CODE = args.code.resolve()
+    names = [t.strip() for t in args.trees.split(",") if t.strip()]
+    unknown = sorted(set(names) - set(TREES))
+    if unknown:
+        ap.error(f"unknown tree(s): {', '.join(unknown)}")
 
-    mixed = build_mixed(args.files, args.agent_ratio)
-    agents = build_agents(args.agent_files)
-    results: dict = {"cores": os.cpu_count(), "python": sys.version.split()[0]}
-    rows = []
-    for tree in (mixed, agents):
-        n = count_py(tree)
-        entry: dict = {"files": n}
-        for jobs in (1, 2):
-            # fastest of the runs with the fewest failures (a run that fails files is not a faster run)
-            r = min((run_tool(tree, jobs) for _ in range(args.repeat)),
-                    key=lambda x: (x["summary"]["failed"], x["seconds"]))
-            entry[f"j{jobs}"] = {**r, "files_per_s": n / r["seconds"]}
-        candidates = [p for p in tree.rglob("*.py") if "deep_" not in p.name and "long_chain" not in p.name]
-        if tree is mixed and not args.full_floor:
-            sample = random.Random(1).sample(candidates, min(args.floor_sample, len(candidates)))
-        elif tree is mixed:
-            sample = candidates
-        else:
-            # the files the driver parses: the agent copies without a trigger word cost it nothing (prefiltered)
-            # and any libcst tool would skip them too, so they do not count for the floor either
-            report = json.loads((OUT / f"report-{tree.name}-j1.json").read_text())
-            parsed = {f["path"] for f in report["files"] if f["status"] != "skipped"}  # listed: parsed, or it has TODO markers
-            sample = [p for p in candidates if str(p) in parsed]
-        floors, ips = [], []
-        for _ in range(args.repeat):  # interleaved, so both see the same load
-            floors.append(floor(sample))
-            ips.append(in_process(sorted(tree.rglob("*.py"))))
-        f = min(floors, key=lambda x: x["seconds"])
-        ip = min(ips, key=lambda x: (x["failed"], x["seconds"]))
-        entry["floor"] = {**f, "files": len(sample), "files_per_s": f["ok"] / f["seconds"] if f["seconds"] else 0}
-        # agent tree: per file the driver parses, as the floor (the prefiltered copies would dilute its time)
-        counted = len(sample) if tree is agents else n
-        entry["in_process_j1"] = {**ip, "files_per_s": counted / ip["seconds"]}
-        results[tree.name] = entry
-        s = entry["j1"]["summary"]
-        rows.append((
-            tree.name, n, s["skipped_prefilter"], s["changed"] + s["unchanged"], s["failed"],
-            entry["j1"]["seconds"], entry["j1"]["files_per_s"], entry["j2"]["seconds"], entry["j2"]["files_per_s"],
-            entry["floor"]["files_per_s"], entry["in_process_j1"]["files_per_s"],
-        ))
-    (OUT.parent / "migrate.json").write_text(json.dumps(results, indent=2, default=str))
-
-    print(f"osmosis-migrate --check, {results['cores']} cores, Python {results['python']}")
-    print(f"{'tree':<7} {'files':>6} {'prefiltered':>11} {'parsed':>6} {'failed':>6} "
-          f"{'-j1 s':>7} {'-j1 f/s':>8} {'-j2 s':>7} {'-j2 f/s':>8} {'in-proc f/s':>11} {'floor f/s':>9} "
-          f"{'in-proc vs floor':>16}")
-    for name, n, pre, parsed, failed, s1, f1, s2, f2, fl, ipf in rows:
-        # -j1/-j2: the CLI as a user runs it (interpreter start-up included); in-proc: the driver alone, -j 1;
-        # last column: time per file relative to plain libcst parse+codegen (< 1 on the mixed tree: prefilter)
-        print(f"{name:<7} {n:>6} {pre:>11} {parsed:>6} {failed:>6} {s1:>7.2f} {f1:>8.1f} {s2:>7.2f} {f2:>8.1f} "
-              f"{ipf:>11.1f} {fl:>9.1f} {fl / ipf if ipf else 0:>15.2f}x")
-    failed_files = [f for f in json.loads((OUT / "report-mixed-j1.json").read_text())["files"] if f["status"] == "failed"]
-    for f in failed_files:
-        print(f"  failed (run went on): {Path(f['path']).name}: {f['error']}")
+    out = OUT.parent / "migrate.json"
+    try:
+        results = json.loads(out.read_text())  # trees not run this time keep their last figures
+    except (OSError, ValueError):
+        results = {}
+    results.update({"cores": os.cpu_count(), "python": sys.version.split()[0]})
+    for name in names:
+        results[name] = measure(build(name, args), args)
+        results[name]["measured_at"] = time.strftime("%Y-%m-%d %H:%M:%S")
+    out.write_text(json.dumps(results, indent=2, default=str))
+    print_table(results, names)
     return 0
 
 

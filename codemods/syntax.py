@@ -9,7 +9,7 @@ from typing import Optional
 
 import libcst as cst
 
-from codemods.visit import visit as fast_visit
+from codemods.visit import Transformer, visit as fast_visit
 
 
 def camel(name: str) -> str:
@@ -90,7 +90,7 @@ def strip_comments(node: cst.CSTNode) -> cst.CSTNode:
     return node.visit(_StripComments())
 
 
-class _StripComments(cst.CSTTransformer):
+class _StripComments(Transformer):
     """Drops comment lines and trailing comments (for :func:`strip_comments`) — but the migration's own TODO markers,
     which say something about the copy itself."""
 

@@ -10,11 +10,15 @@ reads the tree. The order of the children is libcst's own: read once per node cl
 order (the lexical order of the code, e.g. ``body`` before ``test`` in ``a if test else b``). Attribute hooks
 (``visit_<Node>_<field>``) are not called: no visitor of the rules defines one (a visitor that does is walked
 by libcst itself).
+
+:class:`Transformer` is the base of the codemods' transformers: libcst's own walk, without the attribute-hook
+dispatch none of them needs.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import textwrap
 from typing import Iterator, Optional, TypeVar
@@ -92,6 +96,66 @@ def _has_attribute_hooks(cls: type) -> bool:
     return False
 
 
+class Transformer(cst.CSTTransformer):
+    """A :class:`libcst.CSTTransformer` (libcst's own walk and rebuilt nodes) with cheaper dispatch.
+
+    * Attribute hooks: libcst calls ``on_visit_attribute`` / ``on_leave_attribute`` before and after every field of
+      every node, and each call builds the name ``visit_<Node>_<field>`` and looks it up — only to find libcst's own
+      no-op stub (~10 % of a run over agent files). Here both are no-ops, the same as the stubs, unless a subclass
+      defines such a hook: then libcst's dispatch is restored for that class.
+    * ``visit_<Node>`` / ``leave_<Node>`` are looked up once per class and node type (libcst builds the name and
+      looks it up on every node), libcst's no-op stubs left out; they are called as libcst calls them.
+    * Whitespace (:data:`WHITESPACE_TYPES`, over half of a tree's nodes, holding only whitespace) is not walked
+      into when the class has no hook on a whitespace type and no ``on_visit``/``on_leave`` of its own: a whitespace
+      node is kept as it is instead of being rebuilt as an equal copy (the same code; the output shares the input's
+      whitespace nodes, as it shares every subtree a transformer's ``visit_<Node>`` returns ``False`` for)."""
+
+    _codemods_hooks: dict = {}
+    _codemods_skip_whitespace = False
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if _has_attribute_hooks(cls):
+            cls.on_visit_attribute = cst.CSTTransformer.on_visit_attribute  # type: ignore[method-assign]
+            cls.on_leave_attribute = cst.CSTTransformer.on_leave_attribute  # type: ignore[method-assign]
+        cls._codemods_hooks = {}  # node type → (visit_<Node> or None, leave_<Node> or None), per class
+        own = any(name in klass.__dict__ for klass in cls.__mro__[: cls.__mro__.index(Transformer)]
+                  for name in ("on_visit", "on_leave"))
+        cls._codemods_skip_whitespace = not own and not _whitespace_hooks(cls)
+
+    def _codemods_hooks_of(self, kind: type) -> tuple:
+        cls = type(self)
+        if cls._codemods_skip_whitespace and kind in WHITESPACE_TYPES:
+            hooks: tuple = (_SKIP, None)
+        else:
+            hooks = (_hook(cls, f"visit_{kind.__name__}"), _hook(cls, f"leave_{kind.__name__}"))
+        cls._codemods_hooks[kind] = hooks
+        return hooks
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        hooks = self._codemods_hooks.get(type(node)) or self._codemods_hooks_of(type(node))
+        enter = hooks[0]
+        if enter is None:
+            return True
+        if enter is _SKIP:
+            return False
+        return enter(self, node) is not False
+
+    def on_leave(self, original_node, updated_node):  # type: ignore[override]
+        hooks = self._codemods_hooks.get(type(original_node)) or self._codemods_hooks_of(type(original_node))
+        leave = hooks[1]
+        return updated_node if leave is None else leave(self, original_node, updated_node)
+
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        return None
+
+    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        return None
+
+
+_SKIP = object()  # Transformer: a whitespace node not walked into
+
+
 _TABLE = "_codemods_fast_visit"  # per visitor class, stored on the class (classes defined in functions die with it)
 _WALK_KINDS = "_codemods_walk_kinds"  # per visitor class with its own on_visit/on_leave: the kinds it is walked by
 
@@ -123,8 +187,9 @@ def visit(node: _N, visitor: cst.CSTVisitor) -> _N:
         kinds = table.get(_KINDS)
         if kinds is None:
             # a visitor with no hook of its own on whitespace nodes only calls libcst's no-op stubs there: their
-            # subtrees (whitespace holds only whitespace) are not walked at all — over half of the nodes of a tree
-            kinds = table[_KINDS] = NODE_KINDS if _whitespace_hooks(cls) else SOLID_KINDS
+            # subtrees (whitespace holds only whitespace) are not walked at all — over half of the nodes of a tree;
+            # nor are the tokens it has no hook on (commas, dots, brackets, operators: only whitespace below them)
+            kinds = table[_KINDS] = NODE_KINDS if _whitespace_hooks(cls) else _Kinds(cls)
         _walk_dispatch(node, visitor, table, kinds)
     return node
 
@@ -236,8 +301,42 @@ def _walk_dispatch(node: cst.CSTNode, visitor: cst.CSTVisitor, table: dict, kind
         leave(visitor, node)
 
 
+class _Kinds(dict):
+    """:data:`SOLID_KINDS` for one visitor class, with the :data:`TOKEN_TYPES` it has no hook on as 0 (not walked:
+    their fields are whitespace, which is not walked either)."""
+
+    def __init__(self, visitor_class: type) -> None:
+        super().__init__()
+        self.visitor_class = visitor_class
+
+
 def _kind(kinds: dict[type, int], value: object) -> int:
-    return solid_kind_of(value) if kinds is SOLID_KINDS else kind_of(value)
+    if kinds is NODE_KINDS:
+        return kind_of(value)
+    k = solid_kind_of(value)
+    if isinstance(kinds, _Kinds):
+        t = type(value)
+        if k == 1 and t in TOKEN_TYPES and not (_hook(kinds.visitor_class, f"visit_{t.__name__}")
+                                                  or _hook(kinds.visitor_class, f"leave_{t.__name__}")):
+            k = 0
+        kinds[t] = k
+    return k
+
+
+def _token_types() -> frozenset[type]:
+    """libcst's node types whose fields are all whitespace (``whitespace_before``/``_after``/``_between``), or that
+    have none: the tokens (commas, dots, brackets, colons, operators, ``*`` of ``import *``…)."""
+    out = set()
+    for name in dir(cst):
+        t = getattr(cst, name)
+        if isinstance(t, type) and issubclass(t, cst.CSTNode) and dataclasses.is_dataclass(t) \
+                and not getattr(t, "__abstractmethods__", None) \
+                and all(f.name.startswith("whitespace") for f in dataclasses.fields(t)):
+            out.add(t)
+    return frozenset(out)
+
+
+TOKEN_TYPES: frozenset[type] = _token_types()
 
 
 def parents(root: cst.CSTNode, whitespace: bool = True) -> dict[int, cst.CSTNode]:
@@ -253,7 +352,9 @@ def parents(root: cst.CSTNode, whitespace: bool = True) -> dict[int, cst.CSTNode
     return out
 
 
-def replace_node(root: _N, old: cst.CSTNode, new: cst.CSTNode, parent_of: Optional[dict[int, cst.CSTNode]] = None) -> _N:
+def replace_node(
+    root: _N, old: cst.CSTNode, new: cst.CSTNode, parent_of: Optional[dict[int, cst.CSTNode]] = None,
+) -> _N:
     """``root`` with the node ``old`` (by identity) replaced by ``new``: only the nodes on the path from ``root`` to
     ``old`` are rebuilt (a transformer would rebuild the whole tree to change one node)."""
     if old is root:

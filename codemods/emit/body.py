@@ -13,7 +13,7 @@ from codemods.framework import Framework
 from codemods.osmosis_api import prompt_text_expr
 from codemods.plan.model import Plan, SessionPlan
 from codemods.syntax import comments_of, kwarg
-from codemods.visit import children as visit_children
+from codemods.visit import Transformer, children as visit_children
 from codemods.base import with_todo_comment, without_outdated_todos
 from codemods.syntax import ascii_reason
 
@@ -43,7 +43,7 @@ def _mark_hot(node: cst.CSTNode, hot: set[int], ids: set[int], names: set[str], 
     return found
 
 
-class BodyEmitter(cst.CSTTransformer):
+class BodyEmitter(Transformer):
     """Applies one plan to the statements of a driver (identities of the input nodes key the plan)."""
 
     def __init__(self, fw: Framework, plan: Plan, drop_returns: bool) -> None:

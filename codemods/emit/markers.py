@@ -13,6 +13,7 @@ from codemods.base import has_skip_marker, with_todo_comment, without_outdated_t
 from codemods.framework import Framework
 from codemods.plan.model import Plan
 from codemods.syntax import ascii_reason
+from codemods.visit import Transformer
 
 if TYPE_CHECKING:
     from codemods.analysis.module import ModuleModel
@@ -29,7 +30,7 @@ class TodoSlots:
             items.append((code_, reason))
 
 
-class LeftoverMarker(cst.CSTTransformer):
+class LeftoverMarker(Transformer):
     """TODO above each statement that still builds a plain agent, saying why it was left."""
 
     def __init__(self, fw: Framework, model: "ModuleModel", plans: list[Plan], var: Optional[str]) -> None:

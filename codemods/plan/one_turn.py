@@ -26,6 +26,7 @@ import libcst as cst
 
 from codemods.analysis.body import code, contains, is_string
 from codemods.syntax import block_statements
+from codemods.visit import Transformer
 
 Pred = Callable[[cst.CSTNode], bool]
 
@@ -242,7 +243,7 @@ class _LoopControlFinder(cst.CSTVisitor):
         self.found = True
 
 
-class _LoopControlToReturn(cst.CSTTransformer):
+class _LoopControlToReturn(Transformer):
     """``break`` / ``continue`` of the unrolled loop → ``return``: the turn ends there."""
 
     def visit_For(self, node: cst.For) -> bool:

@@ -22,6 +22,7 @@ from codemods.rules._legacy_loop_helpers import (  # noqa: F401 - re-exported: t
 from codemods.rules._legacy_loop_names import legacy_name
 from codemods.rules._legacy_loop_plan import REQUEST_LIMITS, RewritePlan, snake, stem  # noqa: F401 - re-exported
 from codemods.rules._legacy_loop_reward import RewardPlan
+from codemods.visit import Transformer
 
 LEGACY_MAX_CONCURRENT = 100  # legacy create_app default (settings.server.max_concurrent_rollouts)
 _SLICE = "__osmosis_migrate_slice__"
@@ -405,7 +406,7 @@ def _grader_head(plan: RewritePlan, names: dict[str, str]) -> list[str]:
     return [*lines, f"{ind}{_SLICE}", set_reward(_REWARD)]
 
 
-class _FillSlice(cst.CSTTransformer):
+class _FillSlice(Transformer):
     """Puts the moved reward code where the grader's placeholders are, its metadata reads rewritten."""
 
     def __init__(self, reward: RewardPlan, names: dict[str, str]) -> None:
@@ -426,7 +427,7 @@ class _FillSlice(cst.CSTTransformer):
         return self.expr if original.value == _REWARD else updated
 
 
-class _ToGrader(cst.CSTTransformer):
+class _ToGrader(Transformer):
     """Moved reward code as the grader reads it: the dataset label from ``ctx.label``, the request metadata from the
     rebuilt dict."""
 

@@ -24,6 +24,7 @@ from codemods import codes
 
 from codemods.base import ImportTable, RuleContext
 from codemods.rules._legacy_loop_imports import edit_imports
+from codemods.visit import Transformer
 
 # ------------------------------------------------------------------------------------------- legacy SDK helpers
 
@@ -338,7 +339,7 @@ def schemas_to_dicts(module: cst.Module, ctx: RuleContext, skip: Collection[str]
     return new
 
 
-class AnnotationAware(cst.CSTTransformer):
+class AnnotationAware(Transformer):
     """A transformer that knows whether it is inside an annotation (``in_annotation``: the nesting depth)."""
 
     def __init__(self) -> None:

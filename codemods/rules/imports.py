@@ -35,6 +35,7 @@ from codemods.base import (
     used_names,
     with_todo_comment,
 )
+from codemods.visit import Transformer
 
 #: (old module, name) → new module (shared with the other rules, which treat both paths as the same object)
 MOVED: dict[tuple[str, str], str] = MOVED_IMPORTS
@@ -117,7 +118,7 @@ class ImportsRule(Rule):
         return inline_legacy_helpers(module, ctx, codes.IMPORT_HELPERS.code)
 
 
-class _MovedImportsRewriter(cst.CSTTransformer):
+class _MovedImportsRewriter(Transformer):
     """Rewrites moved ``from … import`` lines and ``m.Name`` attributes to current paths (for ImportsRule)."""
 
     def __init__(self, table: ImportTable, ctx: RuleContext, attributes: bool, maybe_unused: set[str],

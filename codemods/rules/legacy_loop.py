@@ -66,6 +66,7 @@ from codemods.rules._legacy_loop_helpers import CHAT_LEGACY_ERRORS, inline_legac
 from codemods.rules._legacy_loop_imports import edit_imports
 from codemods.rules._legacy_loop_names import TRANSLATED, breaks_on_03, is_legacy_only, legacy_name
 from codemods.rules._legacy_loop_plan import Refusal, RewritePlan, plan_rewrite, stem
+from codemods.visit import Transformer
 
 ROLLOUT = "osmosis_ai.rollout"
 CREATE_APP = (
@@ -617,7 +618,7 @@ class _Migration:
         return module.with_changes(body=body)
 
 
-class _SwapCall(cst.CSTTransformer):
+class _SwapCall(Transformer):
     def __init__(self, old: cst.Call, new: cst.Call) -> None:
         self.old, self.new = old, new
 

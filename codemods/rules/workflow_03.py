@@ -23,6 +23,7 @@ import libcst as cst
 
 from codemods import codes
 from codemods.base import ImportTable, Rule, RuleContext, dotted_name, has_skip_marker, with_todo_comment
+from codemods.visit import Transformer, visit as fast_visit
 
 SERVER = "osmosis_ai.rollout.server"
 _SOURCES = ("OsmosisStrandsAgent", "OsmosisMemorySession")
@@ -39,16 +40,13 @@ class Workflow03Rule(Rule):
     def transform(self, module: cst.Module, ctx: RuleContext) -> cst.Module:
         if ctx.target != "0.3":
             return module
-        text_words = ("samples", "set_sample_reward", "register_sample_source", "OsmosisMemorySession",
-                      "create_rollout_server", "get_samples", "OsmosisStrandsAgent")
-        code = module.code
-        if not any(w in code for w in text_words):
-            return module
+        if not _may_change(module):
+            return module  # as it is: a rebuilt tree would cost a whole transform and lose the input's identities
         table = ImportTable.of(module)
         return module.visit(_To03(ctx, table))
 
 
-class _To03(cst.CSTTransformer):
+class _To03(Transformer):
     def __init__(self, ctx: RuleContext, table: ImportTable) -> None:
         self.ctx, self.table = ctx, table
         self.todo_stack: list[list[str]] = []  # reasons collected for the statement being rebuilt
@@ -133,24 +131,23 @@ class _To03(cst.CSTTransformer):
     def leave_Module(self, original: cst.Module, updated: cst.Module):
         body: list[cst.BaseStatement] = []
         for stmt in updated.body:
-            if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.ImportFrom):
+            moved = _server_import(stmt)
+            if moved:
                 imp = stmt.body[0]
-                if not imp.relative and imp.module is not None and dotted_name(imp.module) in ("osmosis_ai.rollout", "osmosis_ai") \
-                        and not isinstance(imp.names, cst.ImportStar):
-                    moved = [a for a in imp.names if dotted_name(a.name) == "create_rollout_server"]
-                    if moved:
-                        keep = [a for a in imp.names if a not in moved]
-                        self.ctx.edit(codes.W03_SERVER.code, None, "create_rollout_server now imported from osmosis_ai.rollout.server")
-                        new_imp = cst.SimpleStatementLine([cst.ImportFrom(
-                            module=cst.parse_expression(SERVER),
-                            names=[moved[0].with_changes(comma=cst.MaybeSentinel.DEFAULT)])])
-                        if keep:
-                            keep[-1] = keep[-1].with_changes(comma=imp.names[-1].comma if imp.lpar else cst.MaybeSentinel.DEFAULT)
-                            body.append(stmt.with_changes(body=[imp.with_changes(names=keep)]))
-                            body.append(new_imp)
-                        else:
-                            body.append(new_imp.with_changes(leading_lines=stmt.leading_lines))
-                        continue
+                keep = [a for a in imp.names if a not in moved]
+                self.ctx.edit(codes.W03_SERVER.code, None,
+                              "create_rollout_server now imported from osmosis_ai.rollout.server")
+                new_imp = cst.SimpleStatementLine([cst.ImportFrom(
+                    module=cst.parse_expression(SERVER),
+                    names=[moved[0].with_changes(comma=cst.MaybeSentinel.DEFAULT)])])
+                if keep:
+                    comma = imp.names[-1].comma if imp.lpar else cst.MaybeSentinel.DEFAULT
+                    keep[-1] = keep[-1].with_changes(comma=comma)
+                    body.append(stmt.with_changes(body=[imp.with_changes(names=keep)]))
+                    body.append(new_imp)
+                else:
+                    body.append(new_imp.with_changes(leading_lines=stmt.leading_lines))
+                continue
             body.append(stmt)
         return updated.with_changes(body=body)
 
@@ -205,7 +202,7 @@ class _To03(cst.CSTTransformer):
         return rewards[0], it.func.value
 
 
-class _SetRewardSwap(cst.CSTTransformer):
+class _SetRewardSwap(Transformer):
     """Turns the one ``call`` (by identity), ``ctx.set_sample_reward(sid, r)``, into ``ctx.set_reward(r)``."""
 
     def __init__(self, call: cst.Call) -> None:
@@ -217,6 +214,54 @@ class _SetRewardSwap(cst.CSTTransformer):
             return u.with_changes(func=u.func.with_changes(attr=cst.Name("set_reward")),
                                   args=[u.args[1].with_changes(comma=cst.MaybeSentinel.DEFAULT)])
         return u
+
+
+def _server_import(stmt: cst.BaseStatement) -> list[cst.ImportAlias]:
+    """The ``create_rollout_server`` aliases of a top-level ``from osmosis_ai(.rollout) import …`` line (OM504)."""
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.ImportFrom):
+        imp = stmt.body[0]
+        if not imp.relative and imp.module is not None and not isinstance(imp.names, cst.ImportStar) \
+                and dotted_name(imp.module) in ("osmosis_ai.rollout", "osmosis_ai"):
+            return [a for a in imp.names if dotted_name(a.name) == "create_rollout_server"]
+    return []
+
+
+_ACTS_ON = ("samples", "set_sample_reward", "register_sample_source", "get_samples", "OsmosisMemorySession")
+
+
+class _Names(cst.CSTVisitor):
+    """The names of a module, and the most sample-source names (``_SOURCES``) one ``run`` def holds."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+        self.runs: list[int] = []  # per enclosing `run` def: the source names seen in it
+        self.most = 0
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if node.name.value == "run":
+            self.runs.append(0)
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if node.name.value == "run":
+            self.most = max(self.most, self.runs.pop())
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+        if node.value in _SOURCES and self.runs:
+            self.runs = [n + 1 for n in self.runs]
+
+
+def _may_change(module: cst.Module) -> bool:
+    """Whether :class:`_To03` can change anything in ``module`` — a superset, read without rebuilding the tree:
+    everything it acts on is a name (an attribute's name included): ``samples`` reads and loops,
+    ``set_sample_reward``/``get_samples``/``register_sample_source`` calls, ``OsmosisMemorySession(…)``; a ``run``
+    building several sources names ``_SOURCES`` twice; a ``create_rollout_server`` import moves only from a
+    top-level ``from osmosis_ai(.rollout) import`` line (which the transform never changes before it moves it)."""
+    found = _Names()
+    fast_visit(module, found)
+    if found.most > 1 or any(w in found.names for w in _ACTS_ON):
+        return True
+    return "create_rollout_server" in found.names and any(_server_import(stmt) for stmt in module.body)
 
 
 def _walk_nodes(node: cst.CSTNode):

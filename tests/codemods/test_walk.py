@@ -43,3 +43,15 @@ def test_nested_gitignore_and_anchored_patterns(tmp_path):
 def test_explicit_files_are_always_taken(tmp_path):
     _touch(tmp_path, "build/x.py")
     assert list(iter_python_files([str(tmp_path / "build" / "x.py")])) == [str(tmp_path / "build" / "x.py")]
+
+
+def test_each_file_once_and_absolute_globs(tmp_path):
+    _touch(tmp_path, "real/pkg/a.py", "real/b.py", "gen/c.py", "gen/sub/d.py")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "b_link.py").symlink_to(tmp_path / "real" / "b.py")
+    (tmp_path / "other" / "pkg_link").symlink_to(tmp_path / "real" / "pkg")  # a directory link is not followed
+    assert _found(tmp_path) == ["gen/c.py", "gen/sub/d.py", "other/b_link.py", "real/pkg/a.py"]
+    both = list(iter_python_files([str(tmp_path / "real"), str(tmp_path / "other")]))
+    assert sorted(os.path.relpath(p, tmp_path) for p in both) == ["real/b.py", "real/pkg/a.py"]
+    assert _found(tmp_path, exclude=[str(tmp_path / "gen") + "/"]) == ["other/b_link.py", "real/pkg/a.py"]
+    assert _found(tmp_path, exclude=["gen/sub"]) == ["gen/c.py", "other/b_link.py", "real/pkg/a.py"]
