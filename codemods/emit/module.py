@@ -47,6 +47,7 @@ from codemods.syntax import (
     tidy_moved,
     with_blank_lines,
 )
+from codemods.visit import Transformer
 
 
 @dataclass
@@ -85,7 +86,7 @@ def emit_module(module: cst.Module, fw: Framework, mp: ModulePlan) -> cst.Module
     return _assemble(module, fw, mp, edit)
 
 
-class _Answer(cst.CSTTransformer):
+class _Answer(Transformer):
     def __init__(self, fw: Framework, answers: dict[int, cst.BaseExpression]) -> None:
         self.fw, self.answers = fw, answers
 
