@@ -168,7 +168,7 @@ def iter_python_files(
                 gi = GitIgnore.load(parent)
                 if gi is not None:
                     chain.append(gi)
-                if os.path.isdir(os.path.join(parent, ".git")):
+                if os.path.exists(os.path.join(parent, ".git")):  # a directory, or a file (worktree, submodule)
                     break
                 up = os.path.dirname(parent)
                 if up == parent:

@@ -40,6 +40,14 @@ def test_nested_gitignore_and_anchored_patterns(tmp_path):
     assert _found(tmp_path) == ["a/d.py", "a/top.py"]
 
 
+def test_the_repository_gitignore_applies_in_a_worktree_or_submodule(tmp_path):
+    # there `.git` is a file (`gitdir: …`), not a directory: the repository root is still the repository root
+    (tmp_path / ".git").write_text("gitdir: /elsewhere/.git/worktrees/wt\n")
+    _touch(tmp_path, "src/app.py", "src/gen/out.py")
+    (tmp_path / ".gitignore").write_text("gen/\n")
+    assert _found(tmp_path / "src") == ["app.py"]
+
+
 def test_explicit_files_are_always_taken(tmp_path):
     _touch(tmp_path, "build/x.py")
     assert list(iter_python_files([str(tmp_path / "build" / "x.py")])) == [str(tmp_path / "build" / "x.py")]
