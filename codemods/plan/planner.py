@@ -1019,9 +1019,10 @@ class DriverPlanner:
                 p.prompt_text = True
         del other_uses
 
-    def answer_in_helper(self, name: str) -> bool:
-        """The module function ``name`` only asks for confirmations that declare their answer (``default=``) and
-        only this driver calls it: it is planned to give those answers (``Plan.helper_answers``)."""
+    def plan_helper_answers(self, name: str) -> bool:
+        """Plan the module function ``name`` to give its confirmations' declared answers (``Plan.helper_answers``)
+        and say True — when it asks only for confirmations that declare one (``default=``) and only this driver
+        calls it; else plan nothing and say False."""
         asks = interactive_calls(self.m, self.fw, name)
         if not asks or any(x.kind != "confirm" or x.default is None for x in asks):
             return False
@@ -1089,7 +1090,7 @@ class DriverPlanner:
         # functions of the module it calls that are interactive themselves (`approved = ask_approval(item)`)
         for name in sorted(set(f.loads) & set(self.m.functions) - {self.d.name}):
             what = interactive_function(self.m, self.fw, name)
-            if what and not self.answer_in_helper(name):
+            if what and not self.plan_helper_answers(name):
                 self.problem(f"it calls `{name}()`, which {what}")
         # `while True` around a run without a way out but `break`: a loop the rollout would repeat forever
         for run in f.runs:
