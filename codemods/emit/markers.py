@@ -11,8 +11,9 @@ from codemods.analysis.body import code
 from codemods.analysis.module import assigned_name, is_grader_class, is_main_guard, is_workflow_class
 from codemods.base import has_skip_marker, with_todo_comment, without_outdated_todos
 from codemods.framework import Framework
+from codemods.osmosis_api import ROLLOUT_MODEL
 from codemods.plan.model import Plan
-from codemods.syntax import ascii_reason
+from codemods.syntax import ascii_reason, kwarg
 from codemods.visit import Transformer
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ class LeftoverMarker(Transformer):
         self.stack.append(False)
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.stack and self.fw.is_agent_ctor(node):
+        if self.stack and self.fw.is_agent_ctor(node) and not _on_rollout_model(node):
             self.stack[-1] = True
 
     def reason(self, original: cst.SimpleStatementLine) -> str:
@@ -158,6 +159,14 @@ class LeftoverMarker(Transformer):
         if new is not updated:
             self.marked = True
         return new
+
+
+def _on_rollout_model(ctor: cst.Call) -> bool:
+    """The agent runs on the generated ``_rollout_model(...)``: an earlier run kept it plain on purpose (not the
+    rollout's sample) and wrote its marker then."""
+    model = kwarg(ctor, "model")
+    return model is not None and isinstance(model.value, cst.Call) and isinstance(model.value.func, cst.Name) \
+        and model.value.func.value == ROLLOUT_MODEL
 
 
 def _scope_name(stmt: cst.CSTNode) -> str:

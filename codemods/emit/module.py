@@ -35,6 +35,7 @@ from codemods.osmosis_api import WORKFLOW_IMPORTS, prompt_text_expr
 from codemods.plan.model import Plan
 from codemods.plan.module_plan import ModulePlan, Placement
 from codemods.syntax import (
+    ascii_reason,
     assign_stmt,
     block_statements,
     is_docstring,
@@ -138,7 +139,11 @@ def _deps_block(fw: Framework, mp: ModulePlan, edit: ModuleEdit, plan: Plan, mov
             edit.removed.add(j)
             fw.ctx.edit(fw.codes.wrap.code, edit.body[j], f"module-level agent `{dep}` now built {where}")
         else:
-            out.append(strip_comments(stmt.with_changes(leading_lines=[])))
+            copy = strip_comments(stmt.with_changes(leading_lines=[]))
+            note = plan.notes_at.get(id(edit.body[j]))
+            if note is not None:  # why this copy stays plain (not the sample) belongs to the copy too
+                copy = with_todo_comment(copy, note[0], ascii_reason(note[1]))
+            out.append(copy)
     return out
 
 
@@ -368,6 +373,7 @@ def _mark_leftovers(fw: Framework, mp: ModulePlan, edit: ModuleEdit) -> None:
     for name, i in model.functions.items():  # kept for plain callers beside its rollout version
         if f"{name}_for_rollout" in model.functions:
             beside_idx.add(i)
+            kept |= module_agent_deps(model, set(counts[i]))  # its module-level agents stay for it
     for name, i in model.classes.items():
         if f"{name}ForRollout" in model.classes:
             beside_idx.add(i)

@@ -46,6 +46,7 @@ from codemods.analysis.code_facts import (
     attribute_nodes,
     attributes_of,
     builds_agent,
+    call_sites,
     calls_of,
     calls_only,
     describe_stmt,
@@ -67,6 +68,7 @@ from codemods.analysis.drivers import Driver, is_handler, returns_of
 from codemods.analysis.module import ModuleModel, assigned_value, is_main_guard, module_agent_deps
 from codemods.options import DEFAULT_TARGET
 from codemods.plan.model import ENTRY, KEEP, TEMPLATE, Entry, Plan, RunPlan
+from codemods.plan.input_choice import keep_asking_branch
 from codemods.plan.one_turn import (
     OneTurn,
     holds,
@@ -87,7 +89,8 @@ class DriverPlanner:
 
     def __init__(self, model: ModuleModel, fw: "Framework", driver: Driver, target: str, *,
                  self_agents: frozenset[str] = frozenset(),
-                 self_values: Optional[dict[str, list[cst.BaseExpression]]] = None) -> None:
+                 self_values: Optional[dict[str, list[cst.BaseExpression]]] = None,
+                 sample_helper: bool = False) -> None:
         self.m = model
         self.fw = fw
         self.d = driver
@@ -104,6 +107,8 @@ class DriverPlanner:
         self._indirect: Optional[list[cst.BaseExpression]] = None  # memo of indirect_inputs
         # osmosis-ai 0.3 trains one sample per rollout: the run whose result the program ends with, and its agent
         self.sample: Optional[RunSite] = None
+        # a helper that runs the driver's agents for it, once per rollout: its sample run is the rollout's sample
+        self.sample_helper = sample_helper
 
     def plan_state(self) -> None:
         """Module-level objects the migrated code keeps state in — handed to an agent where it writes
@@ -166,6 +171,11 @@ class DriverPlanner:
         if turn is not None:  # its conversation loop kept one pass: plan that
             d.stmts = turn.stmts
             facts = body_facts(d.stmts, self.fw, set(deps) | set(m.imported_agents), producers=self.producers())
+        choice = keep_asking_branch(d.stmts, holds([r.call for r in facts.runs]),
+                                    holds([x.node for x in facts.process if x.kind == "input"]))
+        if choice is not None:  # the program picks a person or a script to ask: a rollout's input is its prompt
+            d.stmts = choice.stmts
+            facts = body_facts(d.stmts, self.fw, set(deps) | set(m.imported_agents), producers=self.producers())
         local = localize_lazy_singletons(d.stmts, self.module_private)
         if local is not None:  # a singleton the process built once: each rollout builds its own
             d.stmts = local
@@ -177,6 +187,8 @@ class DriverPlanner:
         self.p = Plan(driver=d, facts=facts)
         if turn is not None:
             self.p.notes.append(turn.note)
+        if choice is not None:
+            self.p.notes.extend(choice.notes)
         self.p.deps = sorted(deps, key=lambda n: m.agents[n])
         self.local_agents = {c.var for c in facts.ctors if c.var} | set(deps) | set(m.imported_agents)
         self.check_callers()
@@ -220,7 +232,7 @@ class DriverPlanner:
         loop, a nested function, a lambda or a ``gather``) is the one whose conversation is the sample — the result
         the program ends with. Other runs still run (as the program did); how each framework keeps them out of the
         sample is its own (Strands: their agents stay plain; OpenAI Agents: their runs get no session)."""
-        if not self.target.startswith("0.3") or self.d.kind in ("helper", "factory"):
+        if not self.target.startswith("0.3") or self.d.kind == "factory":
             return
         once = [r for r in self.p.facts.runs if not (r.in_loop or r.nested or r.in_lambda or r.in_gather)]
         if once:
@@ -314,6 +326,7 @@ class DriverPlanner:
         self.resolve_agents()
         for run in facts.runs:
             run.input_kind = KEEP
+        self.choose_sample()
         others = (set(facts.loads) & self.m.helpers) - {d.name}
         if others:
             self.problem(f"`{d.name}` itself uses the helper `{sorted(others)[0]}` (helpers are migrated one level deep)")
@@ -350,16 +363,39 @@ class DriverPlanner:
         used = set(self.p.facts.loads) & self.m.helpers - set(self.m.imported_helpers)
         for dep in self.p.deps:
             used |= set(self.m.counts[self.m.agents[dep]]) & self.m.helpers
+        sample_helper = self.sample_helper_name()
         for name in sorted(used - {self.d.name} - self.own_agent_tools()):
             func = self.m.body[self.m.functions[name]]
             assert isinstance(func, cst.FunctionDef)
             driver = Driver("helper", name, [self.m.functions[name]], list(block_statements(func.body)), func)
-            plan = DriverPlanner(self.m, self.fw, driver, self.target).run()
+            plan = DriverPlanner(self.m, self.fw, driver, self.target, sample_helper=name == sample_helper).run()
             self.p.helper_plans[name] = plan
             for problem in plan.problems:
                 self.problem(f"it uses `{name}`, which runs an agent and cannot be migrated with it: {problem}")
             if plan.facts.yields:
                 self.consume_generator(name, func)
+
+    def sample_helper_name(self) -> Optional[str]:
+        """The module function that runs the driver's agents for it once per rollout, when there is exactly one
+        (osmosis-ai 0.3: its sample run is the rollout's sample): the driver runs no agent itself and calls it once,
+        outside loops and nested functions, and nothing else of the module uses it — the program's ``main()`` calling
+        its ``answer(question)``. None otherwise (at 0.2, where every run is a sample, always None)."""
+        m, f = self.m, self.p.facts
+        if not self.target.startswith("0.3") or self.d.kind not in ("function", "script", "main") or f.runs:
+            return None
+        loaded = set(f.loads)
+        if loaded & (m.runner_classes | set(m.imported_classes) | set(m.imported_helpers)):
+            return None  # other code runs agents for it too: which run is the sample is not this helper's to say
+        candidates = sorted(loaded & m.helpers - {self.d.name} - self.own_agent_tools())
+        if len(candidates) != 1:
+            return None
+        name = candidates[0]
+        calls, repeated = call_sites(self.d.stmts, name)
+        if calls != 1 or repeated or f.load_count(name) != 1:
+            return None  # called again, in a loop, or handed on (a tool, a callback): not once per rollout
+        if not set(m.users(name, skip=[m.functions[name]])) <= set(self.d.indices):
+            return None  # other code of the module calls it outside a rollout
+        return name
 
     def consume_generator(self, name: str, func: cst.FunctionDef) -> None:
         """A generator helper runs its agent only while it is iterated. Handed to a response

@@ -276,8 +276,10 @@ class OpenAIFramework(Framework):
         (every OsmosisAgent call needs the rollout's sample source registered first) and passed to the sample run
         only — the run the workflow ends with (:meth:`DriverPlanner.choose_sample`); the other runs keep their own
         inputs and no session, as the program ran them (sharing one session would replay a conversation their input
-        already carries). Helpers and tools an agent calls run inside that rollout, without a session."""
-        if planner.d.kind == "helper" or run is not planner.sample:
+        already carries). Helpers and tools an agent calls run inside that rollout, without a session — but for the
+        helper that runs the driver's agents for it once per rollout (``sample_helper``): its sample run takes the
+        session, created at the top of the helper."""
+        if (planner.d.kind == "helper" and not planner.sample_helper) or run is not planner.sample:
             return None
         p = planner.p
         existing = next((sp for sp in p.sessions if sp.replaces is None), None)
@@ -374,7 +376,7 @@ class OpenAIFramework(Framework):
                     "pass of a loop: build it once per run()")
         if planner.sample is not None and planner.already_migrated(planner.sample):
             return None  # its session was written by a previous migration (or by hand)
-        if p.sessions:
+        if p.sessions or any(hp.sessions for hp in p.helper_plans.values()):
             return None
         elsewhere = sorted({*p.helper_plans, *p.class_plans, *(n for n in p.renames
                                                                if n in planner.m.imported_classes

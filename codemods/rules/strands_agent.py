@@ -371,7 +371,7 @@ class StrandsFramework(Framework):
         for dep in p.deps:
             v = assigned_value(planner.m.body[planner.m.agents[dep]])
             if dep not in planner.m.groups and isinstance(v, cst.Call) and osmosis(v):
-                converted.append((dep, helper))  # a module-level agent a helper runs: shared by every call
+                converted.append((dep, per_call))  # built in the helper per call, as its own agents are
         for name, hp in p.helper_plans.items():
             if any(not cp.plain for cp in hp.ctors.values()):
                 # the helper builds its agent per call: once per rollout when run() calls it once

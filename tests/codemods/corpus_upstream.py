@@ -180,6 +180,10 @@ class Host:
 
         home = self.work / "home"
         home.mkdir(exist_ok=True)
+        # programs that open the `default` AWS profile at import (`boto3.Session(profile_name="default")`) find a
+        # fake one, as on a developer's machine; their Bedrock calls go to the dead endpoint like every other
+        (home / ".aws").mkdir(exist_ok=True)
+        (home / ".aws" / "credentials").write_text("[default]\naws_access_key_id = fake\naws_secret_access_key = fake\n")
         env = upstream_env(self.release, {**SAFE_ENV, "HOME": str(home),
                                           "_OSMOSIS_ROLLOUT_ARTIFACT_ROOT": str(home / "artifacts")})
         spec = {"programs": [{"name": p.name, "path": str(p.path), "module": p.module,
