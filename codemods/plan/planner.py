@@ -102,6 +102,7 @@ class DriverPlanner:
         self.self_values: dict[str, list[cst.BaseExpression]] = dict(self_values or {})
         self.entry = Entry()  # the program's external input (choose_entry)
         self.argparse_other: Optional[list[str]] = None  # command-line options read besides the input
+        self.model_params: list[cst.Param] = []  # parameters besides the input: decided with the models
         self.dep_ctors: list[tuple[str, cst.Call]] = []  # constructors of module-level agents built in run()
         self._holds_run: dict[int, bool] = {}  # id(assignment) → it stores a run's result (memo of holds_run)
         self._indirect: Optional[list[cst.BaseExpression]] = None  # memo of indirect_inputs
@@ -790,17 +791,24 @@ class DriverPlanner:
                 continue
             if not uses:
                 continue
-            if prm.default is not None:
-                p.defaults.append((name, prm.default))
-                continue
-            value = self.caller_value(prm)
-            if value is not None:
-                p.defaults.append((name, value))
-                p.notes.append(f"`{name}` = `{code(value, 30)}` as its caller passed it")
-            elif self.only_printed(name):
-                p.notes.append(f"`{name}` was only printed: those lines go (a rollout supplies only the prompt)")
-            else:
-                self.problem(f"its parameter `{name}` is used but has no default: a rollout only supplies the prompt")
+            self.model_params.append(prm)  # decided with the models (plan_model_params): what the rollout binds
+
+    def bind_param(self, prm: cst.Param) -> None:
+        """A used parameter other than the input, that does more than configure the replaced model: bound at the
+        top of run() to its default or to the constant its one caller passes; lines that only print it go; else
+        the driver is refused (a rollout supplies only the prompt)."""
+        name, p = prm.name.value, self.p
+        if prm.default is not None:
+            p.defaults.append((name, prm.default))
+            return
+        value = self.caller_value(prm)
+        if value is not None:
+            p.defaults.append((name, value))
+            p.notes.append(f"`{name}` = `{code(value, 30)}` as its caller passed it")
+        elif self.only_printed(name):
+            p.notes.append(f"`{name}` was only printed: those lines go (a rollout supplies only the prompt)")
+        else:
+            self.problem(f"its parameter `{name}` is used but has no default: a rollout only supplies the prompt")
 
     def only_printed(self, name: str) -> bool:
         """Every read of ``name`` is in a line that only prints or logs (``print("context:", context)``, a
@@ -1181,6 +1189,7 @@ class DriverPlanner:
             else:
                 self.problem(f"it reads the command-line argument `{var}.{attr}`, which has no default: a rollout "
                              "only supplies the prompt")
+        self.plan_model_params(dropped)
         if self.argparse_other is not None and not [x for x in self.p.problems if "command-line" in x]:
             for x in f.process:
                 if x.kind == "argparse" or (x.kind == "argv" and False):
@@ -1190,6 +1199,39 @@ class DriverPlanner:
             for stmt in self.d.stmts:
                 if is_parser_stmt(stmt, var):
                     p.drop.add(id(stmt))
+
+    def plan_model_params(self, dropped: list[cst.CSTNode]) -> None:
+        """The parameters other than the input (:meth:`plan_params`). One that only configures the model the
+        placeholder replaces (``LitellmModel(model=model, api_key=api_key)``) needs no value in a rollout, and the
+        guards that only end the driver early on such parameters (``if not api_key: print(...); return``) go with
+        it: they check a model the rollout no longer uses — kept, with the parameter bound to its default or its
+        caller's value (often unset: an environment variable), they would end every rollout doing nothing. Every
+        other parameter is bound as :meth:`bind_param` says."""
+        names = {prm.name.value for prm in self.model_params}
+        guards = [s for s in self.d.stmts if _early_exit_guard(s)
+                  and {n.value for n in names_in(s.test)} & names
+                  and {n.value for n in names_in(s.test)} <= names | _BUILTIN_NAMES]
+        tests = [g.test for g in guards]
+        model_only: set[str] = set()
+        for name in names:
+            uses = [n for s in self.d.stmts for n in names_in(s) if n.value == name]
+            if any(contains(g, n) for g in dropped for n in uses) \
+                    and all(any(contains(g, n) for g in [*dropped, *tests]) for n in uses):
+                model_only.add(name)
+        # a guard goes only when every parameter it tests goes; then its parameters need no value either
+        kept_guards = [g for g in guards if not {n.value for n in names_in(g.test)} & names <= model_only]
+        for g in kept_guards:
+            model_only -= {n.value for n in names_in(g.test)}
+        for prm in self.model_params:
+            name = prm.name.value
+            if name in model_only:
+                self.p.notes.append(f"`{name}` only configured the model the rollout's placeholder replaces")
+            else:
+                self.bind_param(prm)
+        for g in guards:
+            if g not in kept_guards:
+                self.p.drop.add(id(g))
+                self.p.notes.append(f"the guard `if {code(g.test, 40)}` on the replaced model's settings went")
 
     def resolve_attr(self, expr: cst.BaseExpression) -> Optional[cst.BaseExpression]:
         """What ``self.x`` holds when one method of the class sets it once (``self.model = LiteLLMModel(...)``)."""
@@ -1313,6 +1355,21 @@ def _is_sync_method(m: ModuleModel, cls_name: str, method: str) -> bool:
 def plan_driver(model: ModuleModel, fw: "Framework", driver: Driver, target: str = DEFAULT_TARGET) -> Plan:
     """The plan for one driver (see the module docstring); ``plan.problems`` lists why it cannot be migrated."""
     return DriverPlanner(model, fw, driver, target).run()
+
+
+_BUILTIN_NAMES = {"None", "True", "False", "len", "str", "bool"}
+
+
+def _early_exit_guard(stmt: cst.CSTNode) -> bool:
+    """``if <test>: <prints/logs>; return`` with no ``else``: a check that only ends the driver early."""
+    if not isinstance(stmt, cst.If) or stmt.orelse is not None:
+        return False
+    body = block_statements(stmt.body)
+    if not body or not all(is_output_stmt(s) for s in body[:-1]):
+        return False
+    last = body[-1]
+    return isinstance(last, cst.SimpleStatementLine) and len(last.body) == 1 \
+        and isinstance(last.body[0], cst.Return) and last.body[0].value is None
 
 
 def _awaits(node: cst.CSTNode) -> bool:
