@@ -138,6 +138,7 @@ _SLEEP = {"time.sleep"}
 _EXIT = {"sys.exit", "os._exit"}
 _SERVERS = {"uvicorn.run", "hypercorn.run", "waitress.serve", "gunicorn.run", "socketserver.serve_forever"}
 _ARGPARSE = {"argparse.ArgumentParser", "argparse"}
+_UI_READS = {"chat_input", "text_input", "text_area"}  # Streamlit widgets a page reads its prompt from
 _INTERACTIVE_NAMES = {"input", "raw_input", "getpass", "confirm", "ask", "prompt"}
 
 
@@ -473,7 +474,8 @@ class _Walker(cst.CSTVisitor):
         elif name in _SERVERS or (last in ("serve_forever", "run_forever", "run_polling")) or (
             last == "run" and isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Name)
             and node.func.value.value in ("app", "application", "server", "bot", "demo", "ui", "iface")
-        ) or last == "launch" and isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Name) and node.func.value.value in ("demo", "ui", "iface", "app"):
+        ) or last == "launch" and isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Name) and node.func.value.value in ("demo", "ui", "iface", "app") \
+                or name.startswith("streamlit.") and last in _UI_READS:  # a UI's widget gives the input: it is a UI
             self.f.process.append(Process(node, self.stmt, self.top, f"`{func_name}()`", "server", in_loop, self.nested))
         elif name.startswith("argparse.") or last in ("parse_args", "parse_known_args"):
             self.f.process.append(Process(node, self.stmt, self.top, f"`{func_name}()`", "argparse", in_loop, self.nested))

@@ -108,7 +108,8 @@ class LeftoverMarker(Transformer):
         failed = [p for p in self.plans if p.problems and p.driver.name == top]
         if failed:
             return f"{label}: `{top}` could not be migrated (see the TODO there)"
-        users = [p for p in self.plans if p.problems and (top in p.class_plans or top in p.helper_plans)]
+        users = [p for p in self.plans
+                 if p.problems and (top in p.class_plans or top in p.helper_plans or top in p.factory_plans)]
         if users:
             return (f"{label}: `{users[0].driver.name}`, which uses `{top}`, could not be migrated "
                     "(see the TODO there)")

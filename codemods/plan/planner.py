@@ -214,6 +214,10 @@ class DriverPlanner:
         m = self.m
         runners = m.helpers | m.runners | m.runner_classes | set(m.imported_helpers) | set(m.imported_classes)
         runners |= {r.nested for r in facts.runs if r.nested}
+        # objects of those classes (`bot = ChatBot()`): `bot.chat(q)` runs an agent too
+        runners |= {name for name, assigns in facts.stores.items() if any(
+            isinstance(a.value, cst.Call) and isinstance(a.value.func, cst.Name) and a.value.func.value in runners
+            for a in assigns)}
         run_calls = holds([r.call for r in facts.runs])
 
         def runs(node: cst.CSTNode) -> bool:
@@ -770,7 +774,10 @@ class DriverPlanner:
                 "(ctx.prompt) can be the program's input — merge the extra turns into the dataset or by hand"
             )
         else:
-            self.problem(f"it cannot tell which input is the program's own: the first run's input is `{code(inp, 50)}`")
+            value = self.m.value_of(inp.value) if isinstance(inp, cst.Name) and inp.value not in f.stores else None
+            where = f", set before it to `{code(value, 50)}`" if value is not None else ""
+            self.problem(f"it cannot tell which input is the program's own: the first run's input is "
+                         f"`{code(inp, 50)}`{where}")
 
     def plan_params(self) -> None:
         """Parameters other than the input: unused ones go, used ones keep their default (bound at the top of

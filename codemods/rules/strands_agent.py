@@ -358,7 +358,7 @@ class StrandsFramework(Framework):
         source; a second raises). The agents converted — those the plan gives the placeholder — must be one, built
         once per rollout."""
         p = planner.p
-        converted: list[tuple[str, bool]] = []  # (what, built repeatedly)
+        converted: list[tuple[str, bool]] = []  # (what, in words with its code quoted; built repeatedly)
         helper = planner.d.kind == "helper"  # how often a helper runs is its caller's to say (below)
         # a method other than __init__ that builds an agent builds one per call, however often its object is built
         per_call = helper and "." in planner.d.name and not planner.d.name.endswith(".__init__")
@@ -367,11 +367,11 @@ class StrandsFramework(Framework):
 
         for c in p.facts.ctors:
             if osmosis(c.call):
-                converted.append((c.var or "an agent", c.in_loop or c.nested is not None or per_call))
+                converted.append((f"`{c.var}`" if c.var else "an agent", c.in_loop or c.nested is not None or per_call))
         for dep in p.deps:
             v = assigned_value(planner.m.body[planner.m.agents[dep]])
             if dep not in planner.m.groups and isinstance(v, cst.Call) and osmosis(v):
-                converted.append((dep, per_call))  # built in the helper per call, as its own agents are
+                converted.append((f"`{dep}`", per_call))  # built in the helper per call, as its own agents are
         for name, hp in p.helper_plans.items():
             if any(not cp.plain for cp in hp.ctors.values()):
                 # the helper builds its agent per call: once per rollout when run() calls it once
@@ -381,14 +381,19 @@ class StrandsFramework(Framework):
             if calls and any(not cp.plain for pl in plans for cp in pl.ctors.values()):
                 # its __init__ builds the agent: once per rollout when run() builds the object once
                 converted.append((f"the agent a `{name}` object builds", calls > 1 or repeated))
+        for name, fp in p.factory_plans.items():
+            # each call of the factory builds its agents (a graph's or a swarm's members: every one a sample source)
+            once = called_once(planner.d.stmts, name)
+            converted.extend((f"`{c.var}` (built by `{name}()`)" if c.var else f"an agent `{name}()` builds", not once)
+                             for c in fp.facts.ctors if id(c.call) in fp.ctors and not fp.ctors[id(c.call)].plain)
         repeated = [w for w, r in converted if r]
         if repeated:
-            return (f"osmosis-ai 0.3 keeps one sample per rollout, and `{repeated[0]}` is built again on every pass "
+            return (f"osmosis-ai 0.3 keeps one sample per rollout, and {repeated[0]} is built again on every pass "
                     "or call (each OsmosisStrandsAgent registers itself as the sample): build the trained agent once "
                     "per run()")
         if len(converted) > 1:
             return (f"osmosis-ai 0.3 keeps one sample per rollout, and this workflow would train {len(converted)} "
-                    f"agents ({', '.join(f'`{w}`' for w, _ in converted)}) with no single run ending it: keep the "
+                    f"agents ({', '.join(w for w, _ in converted)}) with no single run ending it: keep the "
                     "rollout model on the agent whose result is the workflow's answer")
         return None
 
