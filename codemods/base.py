@@ -856,7 +856,10 @@ def remove_unused_imports(
         if new_stmt is not stmt:
             changed = True
         if carried:
-            new_stmt = new_stmt.with_changes(leading_lines=[*carried, *new_stmt.leading_lines])
+            lead = list(new_stmt.leading_lines)
+            if lead and lead[0].comment is None and all(line.comment is None for line in carried):
+                carried = []  # blank lines only, and the statement has its own: no doubled gap
+            new_stmt = new_stmt.with_changes(leading_lines=[*carried, *lead])
             carried = []
         body.append(new_stmt)
     if not changed:

@@ -59,6 +59,7 @@ class ModuleEdit:
     replacements: dict[int, list[cst.BaseStatement]] = field(default_factory=dict)  # index → what stands there
     removed: set[int] = field(default_factory=set)  # statements that leave (moved into run(), or dropped)
     dropped: set[int] = field(default_factory=set)  # …of which deleted (their comments stay at module level)
+    spaced: set[int] = field(default_factory=set)  # …of which a blank line above stays too (a block's separation)
     todos: TodoSlots = field(default_factory=TodoSlots)
     created: list[tuple[str, cst.CSTNode]] = field(default_factory=list)  # (workflow class, the input statement)
     same_code: dict[int, int] = field(default_factory=dict)  # id(new statement) → index of the same-code input one
@@ -69,6 +70,7 @@ def emit_module(module: cst.Module, fw: Framework, mp: ModulePlan) -> cst.Module
     """``module`` written as ``mp`` says (the rule's edits and TODOs recorded on ``fw.ctx``)."""
     edit = ModuleEdit(body=list(module.body), kept_deps=set(mp.dep_of))
     _emit_module_vars(fw, mp, edit)
+    _emit_orphans(fw, mp, edit)
     for placement in mp.placements:
         if placement.kind == "class":
             _emit_class(fw, mp, edit, placement)
@@ -112,6 +114,17 @@ def _emit_answers(fw: Framework, mp: ModulePlan, edit: ModuleEdit) -> None:
             given = ", ".join(f"`{code(call.func)}()` → its declared default `{code(value)}`" for call, value in answers)
             fw.ctx.edit(fw.codes.wrap.code, func, f"`{name}()`: {given} (a rollout has no one to ask; only "
                         "workflows call it)")
+
+
+def _emit_orphans(fw: Framework, mp: ModulePlan, edit: ModuleEdit) -> None:
+    """Module-level values only the replaced models read (``mp.orphans``) are deleted; their comments stay."""
+    for j, name in mp.orphans:
+        edit.removed.add(j)
+        edit.dropped.add(j)
+        edit.spaced.add(j)
+        fw.replaced.update(mp.counts[j])  # what only it imported may go too
+        fw.ctx.edit(fw.codes.model.code, edit.body[j], f"module-level `{name}` removed: only the model the rollout's "
+                    "placeholder replaces read it (kept, it would still run at import)")
 
 
 def _emit_module_vars(fw: Framework, mp: ModulePlan, edit: ModuleEdit) -> None:
@@ -414,10 +427,13 @@ def _assemble(module: cst.Module, fw: Framework, mp: ModulePlan, edit: ModuleEdi
     module level), TODO markers, the serving block when one had to be added; then module notes and imports."""
     new_body: list[cst.BaseStatement] = []
     carried: list[cst.EmptyLine] = []
+    blank = False  # a deleted statement separated its block with a blank line: the next one keeps it
     for i, stmt in enumerate(edit.body):
         if i in edit.removed:
             if i in edit.dropped:  # a deleted line's comments stay at module level (a moved statement took its own)
                 carried.extend(line for line in stmt.leading_lines if line.comment is not None)
+                blank = blank or (i in edit.spaced and bool(stmt.leading_lines)
+                                  and stmt.leading_lines[0].comment is None)
             if i not in edit.replacements:
                 continue
         out = list(edit.replacements.get(i, [stmt]))
@@ -431,6 +447,11 @@ def _assemble(module: cst.Module, fw: Framework, mp: ModulePlan, edit: ModuleEdi
         if carried and out:
             out[0] = out[0].with_changes(leading_lines=[*out[0].leading_lines, *carried])
             carried = []
+        if blank and out:
+            lead = out[0].leading_lines
+            if not (lead and lead[0].comment is None):
+                out[0] = out[0].with_changes(leading_lines=[cst.EmptyLine(), *lead])
+            blank = False
         for code_i, reason in todos:
             out[0] = with_todo_comment(out[0], code_i, reason)
             fw.ctx.todo(code_i, stmt, reason)

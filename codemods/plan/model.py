@@ -95,6 +95,8 @@ class Plan:
     sample_agent: Optional[str] = None
     # agents that stay plain because another agent is the sample (Strands): id(constructor) → (agent name, constructor)
     plain_agents: dict[int, tuple[str, cst.Call]] = field(default_factory=dict)
+    # model expressions the rollout's placeholder replaces (what they read may now be read by nothing)
+    replaced: list[cst.CSTNode] = field(default_factory=list)
     # TODOs the emitter puts above statements of the driver: id(statement) → (code, reason)
     notes_at: dict[int, tuple[str, str]] = field(default_factory=dict)
     # comments of the driver's trailing statements that were dropped: they end the written block (set by the emitter)

@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING, Optional
 
 import libcst as cst
 
-from codemods.analysis.body import names_in
+from codemods.analysis.body import code, contains, names_in
 from codemods.analysis.drivers import Driver, find_drivers, has_workflow_beside
 from codemods.analysis.module import (
     ModuleModel,
     apply_imported,
+    assigned_name,
     assigned_value,
     is_test_module,
     is_workflow_class,
@@ -83,6 +84,7 @@ class ModulePlan:
     moved: set[str] = field(default_factory=set)  # …of which leave the module level (only migrated code used them)
     owner: dict[str, Plan] = field(default_factory=dict)  # moved agent → the plan whose run() takes its statement
     module_vars: list[ModuleVarPlan] = field(default_factory=list)
+    orphans: list[tuple[int, str]] = field(default_factory=list)  # (index, name) of module-level values that go
     placements: list[Placement] = field(default_factory=list)  # factories, then helpers, then classes
 
     @property
@@ -133,6 +135,7 @@ def plan_module(module: cst.Module, fw: "Framework") -> Optional[ModulePlan]:
     _plan_module_vars(mp)
     top_names = set(model.bindings) | _API_NAMES
     _plan_placements(mp, fw, top_names)
+    _plan_orphans(mp)
     for p in mp.ok:  # workflow class names, after the rollout copies took theirs
         if p.driver.kind != "workflow":
             p.cls_name = unique_name(camel(p.driver.name) + "Workflow", top_names)
@@ -199,6 +202,66 @@ def _plan_module_vars(mp: ModulePlan) -> None:
             mp.module_vars.append(ModuleVarPlan(var, idx, cps))
             for cp in cps:
                 cp.model = None  # `model=VAR` stays: VAR is the placeholder now
+
+
+def _plan_orphans(mp: ModulePlan) -> None:
+    """Module-level values that only fed the models the placeholder replaces (``client = AsyncOpenAI(...)``, ``MODEL =
+    os.environ["MODEL_ID"]``) go with them: nothing reads them any more, and kept they would still run at import —
+    a client that needs its provider's key, an environment variable the rollout server does not set. Only values
+    that do nothing but build or read something (a literal, a name, an environment read, a constructor call), bound
+    once, used by no other module; a value read only by one that goes goes too."""
+    model = mp.model
+    replaced: list[cst.CSTNode] = [n for p in mp.ok for n in p.replaced]
+    replaced += [v for mv in mp.module_vars if (v := assigned_value(model.body[mv.index])) is not None]
+    if not replaced:
+        return
+    # top-level statements the migration rewrites where they are (a model read elsewhere stays in a kept original)
+    rewritten = mp.inplace_idx | mp.moved_idx | {mv.index for mv in mp.module_vars} \
+        | {pl.index for pl in mp.placements if pl.in_place}
+    gone: set[int] = set()
+    changed = True
+    while changed:
+        changed = False
+        for j, stmt in enumerate(model.body):
+            name = assigned_name(stmt) if isinstance(stmt, cst.SimpleStatementLine) else None
+            if name is None or j in gone or model.bindings.get(name) != 1 or model.external.get(name) \
+                    or name in model.agents:
+                continue
+            value = assigned_value(stmt)
+            if value is None or not _inert(value, model):
+                continue
+            users = model.users(name, skip=[j])
+            if not users or not set(users) <= rewritten | gone:
+                continue
+            uses = [n for k in users for n in names_in(model.body[k]) if n.value == name]
+            if uses and all(any(contains(r, n) for r in replaced) for n in uses):
+                gone.add(j)
+                mp.orphans.append((j, name))
+                replaced.append(value)
+                changed = True
+
+
+def _inert(value: cst.BaseExpression, model: ModuleModel) -> bool:
+    """A value whose evaluation only builds or reads something: a literal, a name or attribute, an environment
+    read, or a call of a class (``AsyncOpenAI(...)``; its arguments inert too)."""
+    if isinstance(value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.Integer, cst.Float,
+                          cst.Name, cst.Attribute)):
+        return True
+    if isinstance(value, cst.Subscript):  # os.environ["KEY"]
+        return code(value.value) in ("os.environ",)
+    if isinstance(value, cst.BooleanOperation):  # os.getenv("A") or "default"
+        return _inert(value.left, model) and _inert(value.right, model)
+    if isinstance(value, cst.Call):
+        callee = model.table.resolve(value.func) or code(value.func)
+        last = callee.rsplit(".", 1)[-1]
+        if callee in ("os.getenv", "os.environ.get") or (last[:1].isupper() and last not in model.functions):
+            return all(_inert(a.value, model) for a in value.args)
+    if isinstance(value, cst.Dict):  # client_args={"api_key": KEY}
+        return all(isinstance(e, cst.DictElement) and _inert(e.key, model) and _inert(e.value, model)
+                   for e in value.elements)
+    if isinstance(value, (cst.List, cst.Tuple)):
+        return all(isinstance(e, cst.Element) and _inert(e.value, model) for e in value.elements)
+    return False
 
 
 def _plan_placements(mp: ModulePlan, fw: "Framework", top_names: set[str]) -> None:

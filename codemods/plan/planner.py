@@ -1196,6 +1196,7 @@ class DriverPlanner:
             else:
                 self.problem(f"it reads the command-line argument `{var}.{attr}`, which has no default: a rollout "
                              "only supplies the prompt")
+        p.replaced = dropped
         self.plan_model_params(dropped)
         if self.argparse_other is not None and not [x for x in self.p.problems if "command-line" in x]:
             for x in f.process:
