@@ -163,6 +163,14 @@ def test_what_cannot_run_is_not_verifiable_with_the_reason(tmp_path, zygote):
     assert "the original needs AWS credentials for boto3.client('dynamodb') (GetItem)" in verdicts[1].reason
 
 
+def test_a_click_command_opening_the_default_aws_profile_at_import_verifies_as_same(zygote):
+    # a corpus program verbatim: `boto3.Session(profile_name="default")` at import (the walls give it a fake
+    # profile, never the user's), its driver a click command (entered by its function, as the workflow runs it)
+    path = ROOT / "tests" / "codemods" / "corpus" / "strands" / "samples__02-samples__08-data-warehouse-optimizer__main.py"
+    (verdict,) = verify_migrations([_item(path)], cases=TWO_CASES[:1], zygote=zygote)
+    assert verdict.status == SAME, verdict.describe()
+
+
 # ------------------------------------------------------------------------------------------ CLI
 
 

@@ -105,6 +105,8 @@ def _call(module: types.ModuleType, entry: Entry, prompt: str) -> Any:
     if fn is None:
         raise LookupError(f"the program has no `{entry.function}`")
     fn = getattr(fn, "__wrapped__", fn) if not callable(fn) else fn
+    if type(fn).__module__.split(".")[0] == "click" and callable(getattr(fn, "callback", None)):
+        fn = fn.callback  # a click command: its function, as the workflow runs its body (not the command line)
     args: list[Any] = []
     if entry.argument == AS_TEXT:
         args.append(prompt)

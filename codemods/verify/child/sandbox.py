@@ -9,13 +9,16 @@ nothing here is undone.
 
 from __future__ import annotations
 
+import atexit
 import importlib.abc
 import importlib.machinery
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import types
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,9 +64,26 @@ def install(walls: Walls) -> None:
         "LITELLM_LOCAL_MODEL_COST_MAP": "True", "OPENAI_AGENTS_DISABLE_TRACING": "1",
         "OTEL_SDK_DISABLED": "true", "PYTHONUNBUFFERED": "1",
     })
+    _fake_aws_profile()
     _guard_sockets(walls)
     _guard_processes(walls)
     _guard_aws(walls)
+
+
+def _fake_aws_profile() -> None:
+    """A `default` AWS profile with the fake keys, in files of this run: a program that opens it at import
+    (`boto3.Session(profile_name="default")`) runs as on a developer's machine, and the user's own
+    `~/.aws` files are never read (AWS itself is walled off by :func:`_guard_aws`)."""
+    folder = tempfile.mkdtemp(prefix="osmosis-verify-aws-")
+    atexit.register(shutil.rmtree, folder, True)
+    keys = "aws_access_key_id = verify\naws_secret_access_key = verify\n"
+    with open(os.path.join(folder, "credentials"), "w") as fh:
+        fh.write("[default]\n" + keys)
+    with open(os.path.join(folder, "config"), "w") as fh:
+        fh.write("[default]\nregion = us-east-1\n")
+    os.environ["AWS_SHARED_CREDENTIALS_FILE"] = os.path.join(folder, "credentials")
+    os.environ["AWS_CONFIG_FILE"] = os.path.join(folder, "config")
+    os.environ.pop("AWS_PROFILE", None)
 
 
 def placeholder_environment(walls: Walls, text: str) -> None:
