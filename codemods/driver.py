@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Optional, Sequence, Union
 
+from codemods.imported import Imported, imported
 from codemods.options import DEFAULT_TARGET
 
 if TYPE_CHECKING:
@@ -79,6 +80,9 @@ class FileResult:
     old_bytes: Optional[bytes] = None
     new_bytes: Optional[bytes] = None
     markers: list["Marker"] = field(default_factory=list)
+    # what the new and the old text import (read from the trees the driver parsed; None: not known)
+    imports: Optional[Imported] = None
+    old_imports: Optional[Imported] = None
 
 
 def all_rule_classes() -> list["type[Rule]"]:
@@ -137,8 +141,9 @@ def _check_target(target: str) -> None:
 def migrate_bytes(
     data: bytes, rules: Sequence["type[Rule]"], *, strategy: str = "auto", filename: str = "<string>",
     target: str = DEFAULT_TARGET, repo: Optional[object] = None, line_length: Optional[int] = None,
-) -> tuple[bytes, list["Edit"], list["Todo"], list[str]]:
-    """Run ``rules`` (already prefiltered) on ``data``; returns (new bytes, edits, todos, names of rules that acted).
+) -> tuple[bytes, list["Edit"], list["Todo"], list[str], tuple[Imported, Imported]]:
+    """Run ``rules`` (already prefiltered) on ``data``; returns (new bytes, edits, todos, names of rules that acted,
+    what the new and the old text import).
     ``target``: the osmosis-ai API the output is written for (``RuleContext.target``); ``line_length``: the
     width TODO markers are wrapped at (:func:`codemods.markers.wrap_long_markers`; default 88).
 
@@ -195,7 +200,9 @@ def migrate_bytes(
         except (SyntaxError, ValueError, RecursionError) as exc:
             raise MigrationError(f"migrated code would not parse ({exc}); file left as it was") from None
     # markers wrapped last, on the checked code (its tree tells string literals apart); only comment lines change
-    return _wrap_markers(new, line_length, new_tree), ctx.edits, ctx.todos, acted
+    new_imports = imported(new_tree)
+    imports = (new_imports, new_imports if new_tree is tree else imported(tree))
+    return _wrap_markers(new, line_length, new_tree), ctx.edits, ctx.todos, acted, imports
 
 
 def migrate_source(
@@ -220,8 +227,8 @@ def migrate_source(
         return Result(new_text=text)
     encoding = _declared_encoding(text)
     data = text.encode(encoding)
-    new, edits, todos, _ = migrate_bytes(data, wanted, strategy=strategy, filename=filename, target=target,
-                                         line_length=line_length)
+    new, edits, todos, _, _ = migrate_bytes(data, wanted, strategy=strategy, filename=filename, target=target,
+                                            line_length=line_length)
     new_text = new.decode(encoding)
     return Result(new_text=new_text, edits=edits, todos=todos, changed=new_text != text)
 
@@ -285,14 +292,14 @@ def migrate_file(
 
         line_length = line_length_for(path)
     try:
-        new, edits, todos, _ = migrate_bytes(data, wanted, strategy=strategy, filename=path, target=target, repo=repo,
-                                             line_length=line_length)
+        new, edits, todos, _, (imports, old_imports) = migrate_bytes(
+            data, wanted, strategy=strategy, filename=path, target=target, repo=repo, line_length=line_length)
     except MigrationError as exc:
         return FileResult(path, STATUS_FAILED, error=str(exc), error_rule=exc.rule, markers=_open_markers(data))
     if new == data:
         return FileResult(path, STATUS_UNCHANGED, edits=edits, todos=todos, markers=_open_markers(data))
     return FileResult(path, STATUS_CHANGED, edits=edits, todos=todos, old_bytes=data, new_bytes=new,
-                      markers=_open_markers(new))
+                      markers=_open_markers(new), imports=imports, old_imports=old_imports)
 
 
 def write_atomic(path: Union[str, os.PathLike], data: bytes) -> None:

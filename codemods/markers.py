@@ -157,19 +157,28 @@ def wrap_marker(code: str, reason: str, width: int) -> list[str]:
     return lines
 
 
-def _string_lines(data: bytes, tree: Optional[ast.AST] = None) -> set[int]:
+def _string_lines(data: bytes, tree: Optional[ast.AST] = None, wanted: Optional[set[int]] = None) -> set[int]:
     """1-based lines that lie inside a multi-line string literal (never edited as comments); ``tree``: the ``ast``
-    of ``data`` when the caller has it."""
+    of ``data`` when the caller has it; ``wanted``: only these lines matter (the walk enters only the nodes that span
+    one of them — a file's markers are a few lines of a large tree)."""
     if tree is None:
         try:
             tree = ast.parse(data)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return set(range(1, data.count(b"\n") + 2))  # unknown: treat every line as possibly inside a string
     inside: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Constant, ast.JoinedStr)) and node.end_lineno and node.end_lineno > node.lineno:
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        first, last = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+        if first is not None and last is not None and wanted is not None \
+                and not any(first <= line <= last for line in wanted):
+            continue
+        if isinstance(node, (ast.Constant, ast.JoinedStr)) and last and first and last > first:
             if isinstance(node, ast.JoinedStr) or isinstance(node.value, (str, bytes)):
-                inside.update(range(node.lineno + 1, node.end_lineno + 1))
+                inside.update(range(first + 1, last + 1))
+                continue
+        stack.extend(ast.iter_child_nodes(node))
     return inside
 
 
@@ -202,7 +211,7 @@ def wrap_long_markers(data: bytes, width: int, tree: Optional[ast.AST] = None) -
     if not todo:
         return data
     encoding = _encoding(data)
-    in_strings = _string_lines(data, tree)
+    in_strings = _string_lines(data, tree, {start + 1 for start, *_ in todo})
     for start, end, indent, code, parts in reversed(todo):  # from the end: earlier indices stay valid
         if start + 1 in in_strings:
             continue

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from codemods.driver import STATUS_CHANGED, FileResult
+from codemods.imported import Imported, imported
 
 LOWER_BOUND = {"0.3": ">=0.3.8", "0.2": ">=0.2.31,<0.3"}
 _EXTRAS = {
@@ -82,18 +83,12 @@ class Needs:
         return lines
 
 
-def _imports(tree: ast.AST) -> tuple[set[str], set[str]]:
-    """(modules imported, names imported from osmosis_ai modules)."""
-    modules: set[str] = set()
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            modules.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            modules.add(node.module)
-            if node.module.split(".")[0] == "osmosis_ai":
-                names.update(a.name for a in node.names)
-    return modules, names
+def _imports_of(data: Optional[bytes], known: Optional[Imported]) -> Optional[Imported]:
+    """What ``data`` imports: ``known`` when the driver read it already, else parsed here (None: does not parse)."""
+    if known is not None:
+        return known
+    tree = _parse(data)
+    return None if tree is None else imported(tree)
 
 
 def _parse(data: Optional[bytes]) -> Optional[ast.AST]:
@@ -109,16 +104,16 @@ def needs_of(results: Sequence[FileResult], target: str) -> Needs:
     for r in results:
         if r.status != STATUS_CHANGED or not r.new_bytes or b"osmosis" not in r.new_bytes:
             continue
-        tree = _parse(r.new_bytes)
-        if tree is None:
+        new = _imports_of(r.new_bytes, r.imports)
+        if new is None:
             continue
-        modules, names = _imports(tree)
+        modules, names = new.modules, new.osmosis_names
         if any(m == "osmosis_ai" or m.startswith("osmosis_ai.") for m in modules):
             needs.files.append(r.path)
             wanted = {extra for m in modules for prefix, extra in _EXTRAS[target]
                       if m == prefix or m.startswith(prefix + ".")}
-            old = _parse(r.old_bytes)
-            if "uvicorn" in modules and (old is None or "uvicorn" not in _imports(old)[0]):
+            old = _imports_of(r.old_bytes, r.old_imports) if "uvicorn" in modules else None
+            if "uvicorn" in modules and (old is None or "uvicorn" not in old.modules):
                 wanted.add("server")  # the serve block the run wrote runs uvicorn: osmosis-ai[server] brings it
             for extra in wanted:
                 needs.extras.setdefault(extra, []).append(r.path)

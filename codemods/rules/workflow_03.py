@@ -40,6 +40,9 @@ class Workflow03Rule(Rule):
     def transform(self, module: cst.Module, ctx: RuleContext) -> cst.Module:
         if ctx.target != "0.3":
             return module
+        if module is ctx.origin and ctx.source is not None \
+                and not any(w.encode() in ctx.source for w in (*_ACTS_ON, *_SOURCES, "create_rollout_server")):
+            return module  # the unchanged input names none of what the transform acts on (a bytes search)
         if not _may_change(module):
             return module  # as it is: a rebuilt tree would cost a whole transform and lose the input's identities
         table = ImportTable.of(module)
