@@ -718,6 +718,17 @@ class DriverPlanner:
                 return
             if reaching:
                 name = reaching[0].name.value
+                field = self.json_body_field(name)
+                if field is not None:  # `body = json.loads(event["body"])`, then `text = body.get("text", "")`
+                    what, read, decode = field
+                    if read is None:  # the field read in the input itself: `agent(body["question"])`
+                        self.entry.kind, self.entry.expr = "expr", what
+                    else:
+                        self.entry.kind, self.entry.var, self.entry.read_stmt = "var", what, read
+                    self.entry.param = name
+                    p.drop.add(id(decode))
+                    p.entry_desc = f"`{what}` (a field of the JSON body of `{name}`)"
+                    return
                 access = self.handler_access(name)
                 if access is not None:
                     self.entry.kind, self.entry.expr = "expr", access
@@ -734,6 +745,13 @@ class DriverPlanner:
                 continue
             if run.in_loop or run.nested:
                 break
+            stores = f.stores.get(inp.value, ()) if isinstance(inp, cst.Name) else ()
+            if len(stores) == 1 and stores[0].simple and is_string(stores[0].value) and not stores[0].in_loop \
+                    and not stores[0].nested and f.load_count(inp.value) > 1:
+                # `query = "…"` also logged or printed: the variable takes the prompt's text, for every reader
+                self.entry.kind, self.entry.var, self.entry.read_stmt = "var", inp.value, stores[0].stmt
+                p.entry_desc = f"the prompt `{code(stores[0].value, 40)}` of the first run (`{inp.value}`)"
+                return
             if is_string(inp) or (isinstance(inp, cst.Name) and self.string_constant(inp.value)):
                 self.entry.kind, self.entry.site = "literal", run
                 p.entry_desc = f"the prompt `{code(inp, 40)}` of the first run"
@@ -1014,6 +1032,48 @@ class DriverPlanner:
         if len(accesses) != 1:
             return None
         return accesses.pop()
+
+    def json_body_field(self, param: str) -> Optional[tuple[str, Optional[cst.CSTNode], cst.CSTNode]]:
+        """A handler that decodes its argument's JSON body and reads one text field of it — ``body =
+        json.loads(event["body"])`` then ``text = body.get("text", "")`` (``.strip()`` and the like around it), or
+        ``agent(body["question"])`` — when that is all it does with them: ``(text, its statement, the decoding
+        statement)``, or ``('body["question"]', None, the decoding statement)`` for a field read in the input. The
+        field is the program's input (the rollout prompt's text takes its place); the decoding goes. None for any
+        other shape."""
+        f = self.p.facts
+        if f.load_count(param) != 1:
+            return None
+        for body, stores in f.stores.items():
+            if len(stores) != 1 or not stores[0].simple or not isinstance(stores[0].value, cst.Call):
+                continue
+            decode = stores[0].value
+            if (self.m.table.resolve(decode.func) or code(decode.func)) != "json.loads" or len(decode.args) != 1 \
+                    or not any(n.value == param for n in names_in(decode.args[0].value)):
+                continue
+            if f.load_count(body) != 1:
+                return None  # other fields of the body are read too: the rollout has only the prompt
+            inputs = [inp for inp in [self.input_of(r) for r in f.runs] + self.indirect_inputs() if inp is not None]
+            for inp in inputs:
+                for n in names_in(inp):
+                    if n.value == body:
+                        access = access_around(inp, n)
+                        if access is None or access is n:
+                            return None
+                        return code(access, 200), None, stores[0].stmt
+            for var, fields in f.stores.items():
+                if len(fields) != 1 or not fields[0].simple or fields[0].value is None:
+                    continue
+                uses = [n for n in names_in(fields[0].value) if n.value == body]
+                if len(uses) != 1:
+                    continue
+                access = access_around(fields[0].value, uses[0])
+                if access is None or not text_of(fields[0].value, access) \
+                        or not any(var in self.deps_of(inp) or (isinstance(inp, cst.Name) and inp.value == var)
+                                   for inp in inputs):
+                    return None
+                return var, fields[0].stmt, stores[0].stmt
+            return None
+        return None
 
     # -- each run's input
     def classify_inputs(self) -> None:

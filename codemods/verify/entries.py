@@ -41,6 +41,10 @@ class Entry:
     function: Optional[str] = None
     argument: str = NO_ARGUMENT
     keys: tuple[str, ...] = ()
+    # the key of ``keys`` whose value the function decodes as JSON, and the keys it reads from that document:
+    # the event carries ``{json_key: json.dumps({k: prompt for k in json_keys})}`` there
+    json_key: Optional[str] = None
+    json_keys: tuple[str, ...] = ()
     annotation: Optional[str] = None
     extra_arguments: int = 0
     argv: tuple[str, ...] = ()
@@ -49,6 +53,7 @@ class Entry:
 
     def to_json(self) -> dict:
         return {"kind": self.kind, "function": self.function, "argument": self.argument, "keys": list(self.keys),
+                "json_key": self.json_key, "json_keys": list(self.json_keys),
                 "annotation": self.annotation, "extra_arguments": self.extra_arguments, "argv": list(self.argv),
                 "stdin_after": list(self.stdin_after)}
 
@@ -243,12 +248,29 @@ def _call_entry(fn) -> Entry:
     extra = len(others)
     tail = f", {', '.join('None' for _ in others)}" if others else ""
     if keys:
-        return Entry(CALL, fn.name, AS_EVENT, keys=keys, extra_arguments=extra,
-                     description=f"`{fn.name}({{{', '.join(repr(k) + ': prompt' for k in keys)}}}{tail})` called")
+        json_key, json_keys = _json_body(fn, first, keys)
+        shown = ", ".join(repr(k) + (f": json.dumps({{{', '.join(repr(j) + ': prompt' for j in json_keys)}}})"
+                                     if k == json_key else ": prompt") for k in keys)
+        return Entry(CALL, fn.name, AS_EVENT, keys=keys, json_key=json_key, json_keys=json_keys,
+                     extra_arguments=extra, description=f"`{fn.name}({{{shown}}}{tail})` called")
     if attrs and annotation:
         return Entry(CALL, fn.name, AS_OBJECT, keys=attrs, annotation=annotation, extra_arguments=extra,
                      description=f"`{fn.name}({annotation}({', '.join(a + '=prompt' for a in attrs)}){tail})` called")
     return Entry(CALL, fn.name, AS_TEXT, extra_arguments=extra, description=f"`{fn.name}(prompt{tail})` called")
+
+
+def _json_body(fn, param: str, keys: tuple[str, ...]) -> tuple[Optional[str], tuple[str, ...]]:
+    """``("body", ("text",))`` when ``fn`` decodes ``param["body"]`` as JSON into a name (``body =
+    json.loads(event.get("body") or "{}")``) and reads keys from it; else ``(None, ())``."""
+    for node in ast.walk(fn):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and isinstance(node.value, ast.Call) and _call_name(node.value) == "json.loads" and node.value.args):
+            continue
+        read = [k for k in _reads_keys(node.value.args[0], param) if k in keys]
+        inner = _reads_keys(fn, node.targets[0].id)
+        if len(read) == 1 and inner:
+            return read[0], inner
+    return None, ()
 
 
 def _reads_keys(fn, param: str) -> tuple[str, ...]:

@@ -296,11 +296,18 @@ def test_a_handler_access_inside_an_input_template_is_replaced_there():
     assert 'f"Q: {_prompt_text(ctx.prompt)}"' in workflow and "event" not in workflow
 
 
-def test_a_prompt_parsed_out_of_a_request_body_is_a_todo_not_a_guess():
-    """``json.loads(event["body"])["question"]``: which part of the body is the prompt cannot be told."""
+def test_a_field_of_a_json_body_is_the_prompt_and_a_body_read_twice_is_a_todo():
+    """``agent(json.loads(event["body"])["question"])``: the one field the handler reads is the prompt (the
+    decoding goes); when it reads other fields too, which part of the body is the prompt cannot be told."""
     res = result("strands_agent/lambda_json_body.py")
-    assert "class HandlerWorkflow" not in res.new_text and "_prompt_text" not in res.new_text
-    reasons = [t.reason for t in res.todos if t.code == "OM190"]
+    workflow = res.new_text[res.new_text.index("class HandlerWorkflow"):]
+    assert "messages=ctx.prompt" in workflow and "json.loads" not in workflow
+    assert "def handler(event, context):" in res.new_text  # the Lambda entry stays for the runtime
+    text = (FIXTURES / "strands_agent" / "lambda_json_body.py").read_text().replace(
+        'answer = support(body["question"])', 'answer = support(body["question"] + body.get("locale", ""))')
+    twice = migrate_source(text, filename="lambda_json_body.py")
+    assert "class HandlerWorkflow" not in twice.new_text
+    reasons = [t.reason for t in twice.todos if t.code == "OM190"]
     assert any("comes from `event` through `json.loads(event[\"body\"])`" in r for r in reasons), reasons
 
 

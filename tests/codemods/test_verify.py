@@ -163,6 +163,15 @@ def test_what_cannot_run_is_not_verifiable_with_the_reason(tmp_path, zygote):
     assert "the original needs AWS credentials for boto3.client('dynamodb') (GetItem)" in verdicts[1].reason
 
 
+def test_a_handler_reading_a_field_of_its_json_body_gets_it_and_verifies_as_same(zygote):
+    path = FIXTURES / "strands_agent" / "lambda_json_field.py"  # body = json.loads(event.get("body") or "{}")
+    entry = find_entry(path.read_text(), "lambda_handler")
+    assert (entry.argument, entry.keys, entry.json_key, entry.json_keys) == (AS_EVENT, ("body",), "body", ("text",))
+    (verdict,) = verify_migrations([_item(path)], cases=TWO_CASES[:1], zygote=zygote)
+    assert verdict.status == SAME, verdict.describe()
+    assert "`lambda_handler({'body': json.dumps({'text': prompt})}, None)` called" in verdict.how
+
+
 def test_a_click_command_opening_the_default_aws_profile_at_import_verifies_as_same(zygote):
     # a corpus program verbatim: `boto3.Session(profile_name="default")` at import (the walls give it a fake
     # profile, never the user's), its driver a click command (entered by its function, as the workflow runs it)

@@ -111,7 +111,8 @@ def _call(module: types.ModuleType, entry: Entry, prompt: str) -> Any:
     if entry.argument == AS_TEXT:
         args.append(prompt)
     elif entry.argument == AS_EVENT:
-        args.append({k: prompt for k in entry.keys})
+        document = json.dumps({k: prompt for k in entry.json_keys})  # a JSON body the function decodes
+        args.append({k: document if k == entry.json_key else prompt for k in entry.keys})
     elif entry.argument == AS_OBJECT:
         args.append(_request_object(module, entry, prompt))
     args += [None] * entry.extra_arguments

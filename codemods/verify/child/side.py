@@ -77,6 +77,7 @@ def _run_original(spec: dict, path: str, text: str, cases: list[dict], timeout: 
 
     _preload_runtime()
     entry = Entry(**{**spec["entry"], "keys": tuple(spec["entry"]["keys"]), "argv": tuple(spec["entry"]["argv"]),
+                     "json_keys": tuple(spec["entry"].get("json_keys") or ()),
                      "stdin_after": tuple(spec["entry"]["stdin_after"])})
     policy = ScriptedPolicy()  # answers structured-output requests too, the same way on both sides
     controller = FakeWorkflowController(policy)
