@@ -467,8 +467,8 @@ def called_once(stmts: Sequence[cst.CSTNode], name: str) -> bool:
 
 
 def call_sites(stmts: Sequence[cst.CSTNode], name: str) -> tuple[int, bool]:
-    """How many calls ``name(...)`` under ``stmts`` has, and whether one is in a loop, a comprehension or a nested
-    function (it may run more than once)."""
+    """How many calls ``name(...)`` under ``stmts`` has (``name`` may be ``obj.method``), and whether one is in a loop,
+    a comprehension or a nested function (it may run more than once)."""
     v = _CallSites(name)
     for s in stmts:
         fast_visit(s, v)
@@ -495,7 +495,10 @@ class _CallSites(cst.CSTVisitor):
     leave_DictComp = leave_GeneratorExp = _leave
 
     def visit_Call(self, n: cst.Call) -> None:
-        if isinstance(n.func, cst.Name) and n.func.value == self.name:
+        f = n.func
+        if (isinstance(f, cst.Name) and f.value == self.name) or (
+                isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name)
+                and f"{f.value.value}.{f.attr.value}" == self.name):
             self.calls += 1
             self.repeated = self.repeated or self.depth > 0
 

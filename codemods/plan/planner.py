@@ -47,6 +47,7 @@ from codemods.analysis.code_facts import (
     attributes_of,
     builds_agent,
     call_sites,
+    called_once,
     calls_of,
     calls_only,
     describe_stmt,
@@ -402,6 +403,32 @@ class DriverPlanner:
             return None  # other code of the module calls it outside a rollout
         return name
 
+    def sample_method_name(self, cls: str, methods: list[cst.FunctionDef]) -> Optional[str]:
+        """The method of the runner class ``cls`` (of its ``methods`` that build or run agents) that runs the
+        driver's agents for it once per rollout, when there is one (osmosis-ai 0.3: its sample run is the rollout's
+        sample): the driver runs no agent itself, uses no other runner, builds one object of the class (``bot =
+        SupportBot()``) and calls one of those methods once (``await bot.ask(q)``), and nothing else of the module
+        uses the class. None otherwise."""
+        m, f = self.m, self.p.facts
+        if not self.target.startswith("0.3") or self.d.kind not in ("function", "script", "main") or f.runs:
+            return None
+        runners = set(f.loads) & (m.runner_classes | m.helpers | set(m.imported_classes) | set(m.imported_helpers))
+        if runners != {cls} or not called_once(self.d.stmts, cls):
+            return None
+        if not set(m.users(cls, skip=[m.classes[cls]])) <= set(self.d.indices):
+            return None
+        objects = [name for name, assigns in f.stores.items() if any(
+            isinstance(a.value, cst.Call) and isinstance(a.value.func, cst.Name) and a.value.func.value == cls
+            for a in assigns)]
+        if len(objects) != 1:
+            return None
+        called = [(method.name.value, call_sites(self.d.stmts, f"{objects[0]}.{method.name.value}"))
+                  for method in methods if method.name.value != "__init__"]
+        called = [(name, sites) for name, sites in called if sites[0]]
+        if len(called) != 1 or called[0][1] != (1, False):
+            return None  # several of its runs, or one in a loop: not once per rollout
+        return called[0][0]
+
     def consume_generator(self, name: str, func: cst.FunctionDef) -> None:
         """A generator helper runs its agent only while it is iterated. Handed to a response
         (`return StreamingResponse(gen(q))`), a client would iterate it: run() does (`async for _ in gen(q): pass`);
@@ -445,14 +472,15 @@ class DriverPlanner:
                     self_agents.add(target)
         shared_assigns: dict[int, cst.BaseExpression] = {}
         plans: list[Plan] = []
+        methods = [method for method in methods
+                   if self.fw.has_run_site(method.body, set(self.m.agents) | self_agents, self.producers())
+                   or builds_agent(method, self.fw)]
+        sample_method = self.sample_method_name(name, methods)
         for method in methods:
-            if not (self.fw.has_run_site(method.body, set(self.m.agents) | self_agents, self.producers())
-                    or builds_agent(method, self.fw)):
-                continue
             driver = Driver("helper", f"{name}.{method.name.value}", [self.m.classes[name]],
                             list(block_statements(method.body)), method)
             plan = DriverPlanner(self.m, self.fw, driver, self.target, self_agents=frozenset(self_agents),
-                                 self_values=self_values).run()
+                                 self_values=self_values, sample_helper=method.name.value == sample_method).run()
             plan.model_assigns = shared_assigns if not plan.model_assigns else {**plan.model_assigns}
             shared_assigns.update(plan.model_assigns)
             plan.model_assigns = shared_assigns

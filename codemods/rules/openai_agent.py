@@ -376,7 +376,8 @@ class OpenAIFramework(Framework):
                     "pass of a loop: build it once per run()")
         if planner.sample is not None and planner.already_migrated(planner.sample):
             return None  # its session was written by a previous migration (or by hand)
-        if p.sessions or any(hp.sessions for hp in p.helper_plans.values()):
+        if p.sessions or any(hp.sessions for hp in p.helper_plans.values()) \
+                or any(mp.sessions for plans in p.class_plans.values() for mp in plans):
             return None
         elsewhere = sorted({*p.helper_plans, *p.class_plans, *(n for n in p.renames
                                                                if n in planner.m.imported_classes
