@@ -251,7 +251,7 @@ class OpenAIFramework(Framework):
             return None
         if self.target.startswith("0.3"):
             return self._rollout_session(run, rp, planner)
-        base = run.agent or "agent"
+        base = (run.agent or "agent").rsplit(".", 1)[-1]  # `self.agent` → `agent_session`: a variable name
         taken = {sp.var for sp in p.sessions} | set(planner.p.facts.stores) | set(planner.p.facts.loads)
         var = f"{base}_session"
         n = 2
