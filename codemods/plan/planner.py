@@ -197,6 +197,7 @@ class DriverPlanner:
         self.check_structure()
         self.resolve_agents()
         self.plan_helpers()
+        self.plan_nested_generators()
         self.choose_entry()
         self.plan_params()
         self.classify_inputs()
@@ -428,6 +429,19 @@ class DriverPlanner:
         if len(called) != 1 or called[0][1] != (1, False):
             return None  # several of its runs, or one in a loop: not once per rollout
         return called[0][0]
+
+    def plan_nested_generators(self) -> None:
+        """A generator the driver defines and runs its agent in (``async def generate(): async for e in
+        agent.stream_async(q): yield e["data"]``, or over a streamed run's events, ``result.stream_events()``; then
+        ``return StreamingResponse(generate())``) runs the agent only while it is iterated: as for a generator helper
+        (:meth:`consume_generator`), run() consumes it."""
+        f = self.p.facts
+        streams = {name for name, assigns in f.stores.items() if any(self.holds_run(a) for a in assigns)}
+        for stmt in self.d.stmts:
+            if isinstance(stmt, cst.FunctionDef) and yield_lines(block_statements(stmt.body)) and (
+                    any(r.nested == stmt.name.value for r in f.runs)
+                    or streams & {n.value for n in names_in(stmt.body)}):  # `async for e in result.stream_events()`
+                self.consume_generator(stmt.name.value, stmt)
 
     def consume_generator(self, name: str, func: cst.FunctionDef) -> None:
         """A generator helper runs its agent only while it is iterated. Handed to a response

@@ -211,6 +211,15 @@ class StrandsFramework(Framework):
         return arg
 
     def plan_model(self, ctor: cst.Call, planner: "DriverPlanner", nested: Optional[str]):
+        stored = kwarg(ctor, "session_manager")
+        if stored is not None:
+            # a session manager restores and saves the agent's conversation (a file, S3, a database): every rollout
+            # would start from the stored one and extend it — not one conversation from ctx.prompt
+            return CtorPlan(), (
+                f"its agent keeps its conversation in `session_manager={code(stored.value, 50)}`, which every rollout "
+                "would restore and extend: a rollout is one conversation from ctx.prompt - drop the session manager "
+                "for training (or give each rollout a fresh session id) by hand"
+            ), []
         arg = self._model_arg(ctor)
         value = arg.value if arg is not None else None
         if value is None or self._is_model_id(value):
