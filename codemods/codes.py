@@ -67,6 +67,7 @@ class FrameworkCodes:
     agent_left: Code
     several_workflows: Code
     no_grader: Code
+    shared_state: Code
 
 
 def _framework(digit: str, rule: str, label: str, osmosis_agent: str, sessions: bool) -> FrameworkCodes:
@@ -86,6 +87,8 @@ def _framework(digit: str, rule: str, label: str, osmosis_agent: str, sessions: 
         agent_left=_code(f"{c}91", rule, "todo", f"a plain {label} agent that stays, and why"),
         several_workflows=_code(f"{c}94", rule, "todo", "the module now defines several workflows"),
         no_grader=_code(f"{c}95", rule, "todo", "no Grader in the module: what one could read"),
+        shared_state=_code(f"{c}96", rule, "todo", "module-level state the workflow's tools change: shared by "
+                           "every rollout"),
     )
 
 

@@ -85,6 +85,7 @@ def emit_module(module: cst.Module, fw: Framework, mp: ModulePlan) -> cst.Module
         else:
             _emit_driver(fw, mp, edit, p)
     _emit_answers(fw, mp, edit)
+    _mark_shared_state(fw, mp, edit)
     _mark_leftovers(fw, mp, edit)
     return _assemble(module, fw, mp, edit)
 
@@ -114,6 +115,18 @@ def _emit_answers(fw: Framework, mp: ModulePlan, edit: ModuleEdit) -> None:
             given = ", ".join(f"`{code(call.func)}()` → its declared default `{code(value)}`" for call, value in answers)
             fw.ctx.edit(fw.codes.wrap.code, func, f"`{name}()`: {given} (a rollout has no one to ask; only "
                         "workflows call it)")
+
+
+def _mark_shared_state(fw: Framework, mp: ModulePlan, edit: ModuleEdit) -> None:
+    """A TODO above each module-level container the workflows' tools change (``mp.shared_state``)."""
+    for j, (name, tools) in mp.shared_state.items():
+        if j in edit.removed:
+            continue  # built per rollout now
+        by = ", ".join(f"`{t}`" for t in tools)
+        edit.todos.add(j, fw.codes.shared_state.code, (
+            f"`{name}` is changed by the tool{'s' if len(tools) > 1 else ''} {by} the workflow's agent calls: served, "
+            "every rollout of the process shares it - concurrent rollouts interleave and each starts where the last "
+            "one left off; if each rollout should start from this value, build it in run() and hand it to the tools"))
 
 
 def _emit_orphans(fw: Framework, mp: ModulePlan, edit: ModuleEdit) -> None:

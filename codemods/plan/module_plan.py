@@ -23,11 +23,12 @@ from codemods.analysis.module import (
     module_model,
 )
 from codemods.analysis.names import name_counts
+from codemods.analysis.tool_state import changed_globals, is_mutable_container
 from codemods.analysis.repo import Verdict
 from codemods.base import has_skip_marker
 from codemods.plan.model import CtorPlan, Plan
 from codemods.plan.planner import plan_driver
-from codemods.syntax import block_statements, camel, run_method, unique_name
+from codemods.syntax import block_statements, camel, kwarg, run_method, unique_name
 
 if TYPE_CHECKING:
     from codemods.framework import Framework
@@ -85,6 +86,8 @@ class ModulePlan:
     owner: dict[str, Plan] = field(default_factory=dict)  # moved agent → the plan whose run() takes its statement
     module_vars: list[ModuleVarPlan] = field(default_factory=list)
     orphans: list[tuple[int, str]] = field(default_factory=list)  # (index, name) of module-level values that go
+    # module-level containers the workflows' tools change in place: index → (name, the tools), shared by every rollout
+    shared_state: dict[int, tuple[str, list[str]]] = field(default_factory=dict)
     placements: list[Placement] = field(default_factory=list)  # factories, then helpers, then classes
 
     @property
@@ -136,6 +139,7 @@ def plan_module(module: cst.Module, fw: "Framework") -> Optional[ModulePlan]:
     top_names = set(model.bindings) | _API_NAMES
     _plan_placements(mp, fw, top_names)
     _plan_orphans(mp)
+    _plan_shared_state(mp)
     for p in mp.ok:  # workflow class names, after the rollout copies took theirs
         if p.driver.kind != "workflow":
             p.cls_name = unique_name(camel(p.driver.name) + "Workflow", top_names)
@@ -239,6 +243,53 @@ def _plan_orphans(mp: ModulePlan) -> None:
                 mp.orphans.append((j, name))
                 replaced.append(value)
                 changed = True
+
+
+def _plan_shared_state(mp: ModulePlan) -> None:
+    """Module-level containers that the tools of the migrated agents change in place (``balances[src] -= amount``,
+    ``notes.append(x)``): served, every rollout of the process shares them. The workflow stays migrated (the program
+    shared them across calls too); the marker says so where the state is (:mod:`codemods.analysis.tool_state`)."""
+    model = mp.model
+    tools: set[str] = set()
+    for plan in mp.ok:
+        for ctor in _plan_ctors(plan, model):
+            arg = kwarg(ctor, "tools")
+            if arg is not None and isinstance(arg.value, (cst.List, cst.Tuple)):
+                tools.update(el.value.value for el in arg.value.elements
+                             if isinstance(el, cst.Element) and isinstance(el.value, cst.Name))
+    tools &= set(model.functions)
+    if not tools:
+        return
+    containers: dict[str, int] = {}
+    for j, stmt in enumerate(model.body):
+        name = assigned_name(stmt) if isinstance(stmt, cst.SimpleStatementLine) else None
+        if name is not None and model.bindings.get(name) == 1 and is_mutable_container(assigned_value(stmt)):
+            containers[name] = j
+    if not containers:
+        return
+    changers: dict[str, list[str]] = {}
+    for tool in sorted(tools):
+        func = model.body[model.functions[tool]]
+        if isinstance(func, cst.FunctionDef):
+            for name in changed_globals(func, set(containers)):
+                changers.setdefault(name, []).append(tool)
+    for name, by in changers.items():
+        mp.shared_state[containers[name]] = (name, by)
+
+
+def _plan_ctors(plan: Plan, model: ModuleModel) -> list[cst.Call]:
+    """The agent constructors a plan builds: its own, its module-level agents', its helpers', factories' and
+    classes' (one level, as they are planned)."""
+    plans = [plan, *plan.helper_plans.values(), *plan.factory_plans.values(),
+             *(p for ps in plan.class_plans.values() for p in ps)]
+    out: list[cst.Call] = []
+    for p in plans:
+        out.extend(c.call for c in p.facts.ctors)
+        for dep in p.deps:
+            value = assigned_value(model.body[model.agents[dep]])
+            if isinstance(value, cst.Call):
+                out.append(value)
+    return out
 
 
 def _inert(value: cst.BaseExpression, model: ModuleModel) -> bool:
