@@ -24,7 +24,8 @@ engine (:mod:`codemods.plain`: analysis → plan → emit):
    keeps its awaitables).
 
 TODOs: OM290 driver not migrated (the reason named), OM291 plain agent left (why), OM294 several workflows in one
-module, OM295 no grader.
+module, OM295 no grader, OM296 module-level state the workflow's tools change (shared by every
+rollout).
 """
 
 from __future__ import annotations

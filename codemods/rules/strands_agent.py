@@ -30,7 +30,8 @@ several agents with no single run ending it, is not migrated (OM190). Target 0.2
 means no migration.
 
 TODOs: OM190 driver not migrated (the reason named), OM191 plain agent left (why), OM194 several workflows in one
-module, OM195 no grader.
+module, OM195 no grader, OM196 module-level state the workflow's tools change (shared by every
+rollout).
 """
 
 from __future__ import annotations
