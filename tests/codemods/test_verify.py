@@ -172,6 +172,14 @@ def test_a_handler_reading_a_field_of_its_json_body_gets_it_and_verifies_as_same
     assert "`lambda_handler({'body': json.dumps({'text': prompt})}, None)` called" in verdict.how
 
 
+def test_a_streaming_endpoint_is_entered_and_its_response_body_read_as_a_client_would(zygote):
+    # the handler returns StreamingResponse(generate()): the original runs its agent only while the body is read
+    path = FIXTURES / "strands_agent" / "fastapi_stream_nested.py"
+    (verdict,) = verify_migrations([_item(path)], cases=TWO_CASES[:1], zygote=zygote)
+    assert verdict.status == SAME, verdict.describe()
+    assert verdict.cases[0].original.model_calls >= 1
+
+
 def test_a_click_command_opening_the_default_aws_profile_at_import_verifies_as_same(zygote):
     # a corpus program verbatim: `boto3.Session(profile_name="default")` at import (the walls give it a fake
     # profile, never the user's), its driver a click command (entered by its function, as the workflow runs it)

@@ -133,9 +133,16 @@ def _evaluate(module: types.ModuleType, expression: str, prompt: str) -> Any:
 
 
 def _settle(result: Any) -> Any:
-    """Await a coroutine, drain a (async) generator (a streaming endpoint): the run is what the entry does."""
+    """Await a coroutine, drain a (async) generator (a streaming endpoint) — also the body of a streaming response
+    the entry returns (``StreamingResponse(gen())``: a client would read it): the run is what the entry does."""
     if inspect.iscoroutine(result):
-        return asyncio.run(result)
+        async def finish() -> Any:
+            value = await result
+            body = getattr(value, "body_iterator", None)
+            if inspect.isasyncgen(body):
+                return [item async for item in body]
+            return value
+        return asyncio.run(finish())
     if inspect.isasyncgen(result):
         async def drain() -> list[Any]:
             return [item async for item in result]
