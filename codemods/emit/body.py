@@ -3,16 +3,16 @@ statements (their comments kept), returns whose value a workflow drops, the roll
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Optional, Sequence
 
 import libcst as cst
 
-from codemods.analysis.body import code
+from codemods.analysis.body import code, names_in
 from codemods.analysis.names import name_counts
 from codemods.framework import Framework
 from codemods.osmosis_api import prompt_text_expr
 from codemods.plan.model import Plan, SessionPlan
-from codemods.syntax import comments_of, kwarg
+from codemods.syntax import comments_of, kwarg, without_kwarg
 from codemods.visit import Transformer, children as visit_children
 from codemods.base import with_todo_comment, without_outdated_todos
 from codemods.syntax import ascii_reason
@@ -66,7 +66,7 @@ class BodyEmitter(Transformer):
         self.hot_ids = {*plan.drop, *self.before, *self.session_ctors, *plan.model_assigns, *plan.ctors,
                         *(k for k in self.runs if k in plan.runs), *plan.thread_calls, *plan.exits, *plan.text_nodes,
                         *plan.notes_at, *plan.sleeps, *plan.answers, *plan.consume,
-                        *(id(c) for c, _ in plan.consume.values())}
+                        *(id(c) for c, _ in plan.consume.values()), *plan.local_configs}
         self.consumed: dict[int, cst.Call] = {}  # id(generator call) → its rewritten form (for plan.consume)
         if plan.bind_at is not None:
             self.hot_ids.add(id(plan.bind_at))
@@ -212,6 +212,8 @@ class BodyEmitter(Transformer):
             fw.note_replaced(original.func)
             self.lose(original)
             return p.model_assigns[id(original)]
+        if id(original) in p.local_configs:
+            return strip_run_config(fw, original, updated, fw.where, self.lose)
         plan = p.ctors.get(id(original))
         if plan is not None and not (plan.plain and plan.model is None):  # (a plain agent already on the rollout model)
             if plan.model is not None:  # the old model argument goes: its comments stay
@@ -226,8 +228,10 @@ class BodyEmitter(Transformer):
                 self.lose(run.shape.input_arg)
             if rp.drop_run_config_model:
                 cfg = kwarg(original, "run_config")
-                if cfg is not None and isinstance(cfg.value, cst.Call) and kwarg(cfg.value, "model") is not None:
-                    self.lose(kwarg(cfg.value, "model"))
+                if cfg is not None and isinstance(cfg.value, cst.Call):
+                    for key in RUN_CONFIG_MODEL:
+                        if kwarg(cfg.value, key) is not None:
+                            self.lose(kwarg(cfg.value, key))
             return fw.write_run(updated, run, rp, p.subst)
         if (
             fw.table.resolve(original.func) == "asyncio.run"
@@ -420,4 +424,27 @@ def emit_stmt(fw: Framework, plan: Plan, stmt: cst.BaseStatement) -> cst.BaseSta
     emitter.prepare(stmt)
     new = stmt.visit(emitter)
     assert isinstance(new, cst.BaseStatement)
+    return new
+
+
+RUN_CONFIG_MODEL = ("model", "model_provider")  # what a RunConfig sets that the rollout placeholder replaces
+
+
+def strip_run_config(fw: Framework, original: cst.Call, updated: cst.Call, where: object,
+                     lose: Optional[Callable[[cst.CSTNode], None]] = None) -> cst.Call:
+    """``RunConfig(model=…, model_provider=…, …)`` without the arguments that would override the rollout's
+    placeholder model (``model_provider`` only resolved model names for it); the names they read become import
+    candidates, their comments are kept through ``lose``."""
+    new = updated
+    gone = []
+    for key in RUN_CONFIG_MODEL:
+        arg = kwarg(original, key)
+        if arg is not None:
+            if lose is not None:
+                lose(arg)
+            fw.replaced.update(n.value for n in names_in(arg.value))
+            new = without_kwarg(new, key)
+            gone.append(f"`{key}=`")
+    fw.ctx.edit(fw.codes.model.code, where, f"RunConfig: {' and '.join(gone)} removed (the agents run on the rollout "
+                "placeholder model)")
     return new

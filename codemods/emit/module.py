@@ -25,7 +25,7 @@ from codemods.analysis.module import (
 )
 from codemods.analysis.names import candidate_uses
 from codemods.base import has_skip_marker, with_todo_comment, without_outdated_todos
-from codemods.emit.body import emit_body, emit_stmt
+from codemods.emit.body import emit_body, emit_stmt, strip_run_config
 from codemods.emit.finish import fw_finish
 from codemods.emit.markers import LeftoverMarker, TodoSlots, module_todos
 from codemods.emit.offered import agent_factory, offered_copy, tool_named
@@ -71,6 +71,7 @@ def emit_module(module: cst.Module, fw: Framework, mp: ModulePlan) -> cst.Module
     edit = ModuleEdit(body=list(module.body), kept_deps=set(mp.dep_of))
     _emit_module_vars(fw, mp, edit)
     _emit_orphans(fw, mp, edit)
+    _emit_module_configs(fw, mp, edit)
     for placement in mp.placements:
         if placement.kind == "class":
             _emit_class(fw, mp, edit, placement)
@@ -117,6 +118,27 @@ def _emit_answers(fw: Framework, mp: ModulePlan, edit: ModuleEdit) -> None:
                         "workflows call it)")
 
 
+class _StripConfig(Transformer):
+    """The module-level ``RunConfig(...)`` call ``target`` without its model arguments (:func:`strip_run_config`)."""
+
+    def __init__(self, fw: Framework, target: cst.Call, where: cst.CSTNode) -> None:
+        self.fw, self.target, self.where = fw, target, where
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        return strip_run_config(self.fw, original, updated, self.where) if original is self.target else updated
+
+
+def _emit_module_configs(fw: Framework, mp: ModulePlan, edit: ModuleEdit) -> None:
+    """Module-level run configs only migrated drivers use lose what would override the placeholder model."""
+    for p in mp.ok:
+        for name, call in p.module_configs.items():
+            j = mp.model.definition(name)
+            if j is None or j in edit.removed or j in edit.replacements:
+                continue
+            stmt = edit.body[j]
+            edit.replacements[j] = [stmt.visit(_StripConfig(fw, call, stmt))]
+
+
 def _mark_shared_state(fw: Framework, mp: ModulePlan, edit: ModuleEdit) -> None:
     """A TODO above each module-level container the workflows' tools change (``mp.shared_state``)."""
     for j, (name, tools) in mp.shared_state.items():
@@ -136,8 +158,9 @@ def _emit_orphans(fw: Framework, mp: ModulePlan, edit: ModuleEdit) -> None:
         edit.dropped.add(j)
         edit.spaced.add(j)
         fw.replaced.update(mp.counts[j])  # what only it imported may go too
-        fw.ctx.edit(fw.codes.model.code, edit.body[j], f"module-level `{name}` removed: only the model the rollout's "
-                    "placeholder replaces read it (kept, it would still run at import)")
+        what = name if name.startswith("the check of ") else f"module-level `{name}`"
+        fw.ctx.edit(fw.codes.model.code, edit.body[j], f"{what} removed: only the model the rollout's placeholder "
+                    "replaces read it (kept, it would still run at import)")
 
 
 def _emit_module_vars(fw: Framework, mp: ModulePlan, edit: ModuleEdit) -> None:

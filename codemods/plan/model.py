@@ -95,6 +95,10 @@ class Plan:
     sample_agent: Optional[str] = None
     # agents that stay plain because another agent is the sample (Strands): id(constructor) → (agent name, constructor)
     plain_agents: dict[int, tuple[str, cst.Call]] = field(default_factory=dict)
+    # RunConfig(...) objects whose `model=` / `model_provider=` go (they would override the placeholder): in the
+    # driver (ids of the calls), or bound at module level (name → the call)
+    local_configs: set[int] = field(default_factory=set)
+    module_configs: dict[str, cst.Call] = field(default_factory=dict)
     # model expressions the rollout's placeholder replaces (what they read may now be read by nothing)
     replaced: list[cst.CSTNode] = field(default_factory=list)
     # TODOs the emitter puts above statements of the driver: id(statement) → (code, reason)

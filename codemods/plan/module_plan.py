@@ -221,7 +221,10 @@ def _plan_orphans(mp: ModulePlan) -> None:
         return
     # top-level statements the migration rewrites where they are (a model read elsewhere stays in a kept original)
     rewritten = mp.inplace_idx | mp.moved_idx | {mv.index for mv in mp.module_vars} \
-        | {pl.index for pl in mp.placements if pl.in_place}
+        | {pl.index for pl in mp.placements if pl.in_place} \
+        | {j for p in mp.ok for n in p.module_configs if (j := model.definition(n)) is not None}
+    # module-level checks that only stop the program when a value is missing (`if not KEY: raise ValueError(...)`)
+    guards = {k: names for k, stmt in enumerate(model.body) if (names := _guarded_name(stmt)) is not None}
     gone: set[int] = set()
     changed = True
     while changed:
@@ -235,14 +238,37 @@ def _plan_orphans(mp: ModulePlan) -> None:
             if value is None or not _inert(value, model):
                 continue
             users = model.users(name, skip=[j])
-            if not users or not set(users) <= rewritten | gone:
+            checks = [k for k in users if guards.get(k) == name]  # a check of this value alone goes with it
+            if not users or not set(users) <= rewritten | gone | set(checks):
                 continue
-            uses = [n for k in users for n in names_in(model.body[k]) if n.value == name]
-            if uses and all(any(contains(r, n) for r in replaced) for n in uses):
+            uses = [n for k in users if k not in checks for n in names_in(model.body[k]) if n.value == name]
+            if (uses or checks) and all(any(contains(r, n) for r in replaced) for n in uses) \
+                    and any(k not in checks for k in users):
                 gone.add(j)
                 mp.orphans.append((j, name))
+                for k in checks:
+                    gone.add(k)
+                    mp.orphans.append((k, f"the check of {name}"))
                 replaced.append(value)
                 changed = True
+
+
+def _guarded_name(stmt: cst.CSTNode) -> Optional[str]:
+    """``X`` when ``stmt`` is a module-level check that only stops the program on it — ``if not X: raise
+    ValueError(...)`` (prints and ``sys.exit`` too), no ``else`` — else None."""
+    if not isinstance(stmt, cst.If) or stmt.orelse is not None:
+        return None
+    names = {n.value for n in names_in(stmt.test)}
+    if len(names) != 1:
+        return None
+    body = block_statements(stmt.body)
+    for line in body:
+        if not isinstance(line, cst.SimpleStatementLine) or not all(
+                isinstance(small, cst.Raise) or (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
+                                                 and code(small.value.func, 40) in ("print", "sys.exit", "exit"))
+                for small in line.body):
+            return None
+    return names.pop() if body else None
 
 
 def _plan_shared_state(mp: ModulePlan) -> None:

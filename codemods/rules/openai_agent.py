@@ -38,6 +38,7 @@ from codemods import codes
 from codemods.analysis.body import RunShape, RunSite, code
 from codemods.analysis.repo import Verdict
 from codemods.base import ImportTable, Rule, RuleContext
+from codemods.emit.body import RUN_CONFIG_MODEL
 from codemods.framework import Framework
 from codemods.osmosis_api import CTX_PROMPT
 from codemods.plain import migrate_plain
@@ -223,8 +224,8 @@ class OpenAIFramework(Framework):
         # a RunConfig that sets the model would override the rollout placeholder
         if shape.run_config is not None:
             cfg = shape.run_config
+            resolved = planner.resolve_local(cfg.value) if isinstance(cfg, cst.Name) else None
             if isinstance(cfg, cst.Name):
-                resolved = planner.resolve_local(cfg.value)
                 cfg = resolved[1] if resolved is not None else None
             if not isinstance(cfg, cst.Call):
                 return f"it runs `{who}` with `run_config={code(shape.run_config)}`, which the migration cannot read"
@@ -232,8 +233,9 @@ class OpenAIFramework(Framework):
                 if cfg is shape.run_config:
                     rp.drop_run_config_model = True
                 else:
-                    return (f"its run config `{code(shape.run_config)}` sets `model=`, which would replace the rollout "
-                            "placeholder model: remove it")
+                    problem = self._named_run_config(shape.run_config, cfg, resolved, planner)
+                    if problem:
+                        return problem
         server_state = [k for k in ("previous_response_id", "conversation_id", "auto_previous_response_id")
                         if kwarg(run.call, k) is not None]
         if server_state:
@@ -270,6 +272,28 @@ class OpenAIFramework(Framework):
                 n += 1
         p.sessions.append(SessionPlan(var=var, name=name, before=run.stmt))
         rp.session = var
+        return None
+
+    def _named_run_config(self, name: cst.BaseExpression, cfg: cst.Call, resolved, planner: "DriverPlanner",
+                          ) -> Optional[str]:
+        """``run_config=config`` where ``config = RunConfig(model=…, model_provider=…)``: its ``model=`` (and the
+        provider that only served it) go where it is built — in the driver, or at module level when only this
+        driver uses it (a Gemini/LiteLLM client wired in through the config is the common case); else the reason."""
+        gone = [a.value for a in cfg.args if a.keyword is not None and a.keyword.value in RUN_CONFIG_MODEL]
+        if resolved is not None and resolved[0] == "local":
+            planner.p.local_configs.add(id(cfg))
+        elif resolved is not None and resolved[0] == "module" and isinstance(name, cst.Name):
+            m = planner.m
+            j = m.definition(name.value)
+            if j is None or not set(m.users(name.value, skip=[j])) <= set(planner.d.indices) \
+                    or m.external.get(name.value):
+                return (f"its run config `{name.value}` sets `model=`, which would replace the rollout placeholder "
+                        "model, and other code uses it too: remove `model=` by hand")
+            planner.p.module_configs[name.value] = cfg
+        else:
+            return (f"its run config `{code(name)}` sets `model=`, which would replace the rollout placeholder "
+                    "model: remove it")
+        planner.p.replaced.extend(gone)
         return None
 
     def _rollout_session(self, run: RunSite, rp: RunPlan, planner: "DriverPlanner") -> Optional[str]:
@@ -408,7 +432,10 @@ class OpenAIFramework(Framework):
         if rp.drop_run_config_model:
             cfg_arg = kwarg(new, "run_config")
             if cfg_arg is not None and isinstance(cfg_arg.value, cst.Call):
-                new = with_kwarg(new, "run_config", without_kwarg(cfg_arg.value, "model"))
+                cfg = cfg_arg.value
+                for key in RUN_CONFIG_MODEL:
+                    cfg = without_kwarg(cfg, key)
+                new = with_kwarg(new, "run_config", cfg)
         if rp.session and kwarg(new, "session") is None:
             new = with_kwarg(new, "session", cst.Name(rp.session))
         what = "run" + (" (Runner.run_sync → awaited Runner.run)" if rp.method == "run" else "")
