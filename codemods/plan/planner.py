@@ -217,9 +217,7 @@ class DriverPlanner:
         runners = m.helpers | m.runners | m.runner_classes | set(m.imported_helpers) | set(m.imported_classes)
         runners |= {r.nested for r in facts.runs if r.nested}
         # objects of those classes (`bot = ChatBot()`): `bot.chat(q)` runs an agent too
-        runners |= {name for name, assigns in facts.stores.items() if any(
-            isinstance(a.value, cst.Call) and isinstance(a.value.func, cst.Name) and a.value.func.value in runners
-            for a in assigns)}
+        runners |= set(objects_of(facts, runners))
         run_calls = holds([r.call for r in facts.runs])
 
         def runs(node: cst.CSTNode) -> bool:
@@ -307,12 +305,7 @@ class DriverPlanner:
         inside run() they go to a thread (``await asyncio.to_thread(...)``), so the rollout server's event loop is
         not blocked while the agent works (the rollout context follows: to_thread copies the context)."""
         m = self.m
-        objects: dict[str, str] = {}
-        for name, assigns in self.p.facts.stores.items():
-            for a in assigns:
-                if isinstance(a.value, cst.Call) and isinstance(a.value.func, cst.Name) \
-                        and a.value.func.value in m.runner_classes:
-                    objects[name] = a.value.func.value
+        objects = objects_of(self.p.facts, m.runner_classes)
         if self.d.kind in ("function", "script", "main") and (m.helpers or m.runner_classes):
             awaited: set[int] = set()  # shared by the walks of all the statements
             for stmt in self.d.stmts:
@@ -382,13 +375,18 @@ class DriverPlanner:
             if plan.facts.yields:
                 self.consume_generator(name, func)
 
+    def hands_sample_on(self) -> bool:
+        """osmosis-ai 0.3 and a driver that runs no agent itself: its sample, if any, is in what it calls."""
+        return self.target.startswith("0.3") and self.d.kind in ("function", "script", "main") \
+            and not self.p.facts.runs
+
     def sample_helper_name(self) -> Optional[str]:
         """The module function that runs the driver's agents for it once per rollout, when there is exactly one
         (osmosis-ai 0.3: its sample run is the rollout's sample): the driver runs no agent itself and calls it once,
         outside loops and nested functions, and nothing else of the module uses it — the program's ``main()`` calling
         its ``answer(question)``. None otherwise (at 0.2, where every run is a sample, always None)."""
         m, f = self.m, self.p.facts
-        if not self.target.startswith("0.3") or self.d.kind not in ("function", "script", "main") or f.runs:
+        if not self.hands_sample_on():
             return None
         loaded = set(f.loads)
         if loaded & (m.runner_classes | set(m.imported_classes) | set(m.imported_helpers)):
@@ -411,16 +409,14 @@ class DriverPlanner:
         SupportBot()``) and calls one of those methods once (``await bot.ask(q)``), and nothing else of the module
         uses the class. None otherwise."""
         m, f = self.m, self.p.facts
-        if not self.target.startswith("0.3") or self.d.kind not in ("function", "script", "main") or f.runs:
+        if not self.hands_sample_on():
             return None
         runners = set(f.loads) & (m.runner_classes | m.helpers | set(m.imported_classes) | set(m.imported_helpers))
         if runners != {cls} or not called_once(self.d.stmts, cls):
             return None
         if not set(m.users(cls, skip=[m.classes[cls]])) <= set(self.d.indices):
             return None
-        objects = [name for name, assigns in f.stores.items() if any(
-            isinstance(a.value, cst.Call) and isinstance(a.value.func, cst.Name) and a.value.func.value == cls
-            for a in assigns)]
+        objects = list(objects_of(f, {cls}))
         if len(objects) != 1:
             return None
         called = [(method.name.value, call_sites(self.d.stmts, f"{objects[0]}.{method.name.value}"))
@@ -759,26 +755,7 @@ class DriverPlanner:
                              + " all reach the agents' input: a rollout has one prompt")
                 return
             if reaching:
-                name = reaching[0].name.value
-                field = self.json_body_field(name)
-                if field is not None:  # `body = json.loads(event["body"])`, then `text = body.get("text", "")`
-                    what, read, decode = field
-                    if read is None:  # the field read in the input itself: `agent(body["question"])`
-                        self.entry.kind, self.entry.expr = "expr", what
-                    else:
-                        self.entry.kind, self.entry.var, self.entry.read_stmt = "var", what, read
-                    self.entry.param = name
-                    p.drop.add(id(decode))
-                    p.entry_desc = f"`{what}` (a field of the JSON body of `{name}`)"
-                    return
-                access = self.handler_access(name)
-                if access is not None:
-                    self.entry.kind, self.entry.expr = "expr", access
-                    p.entry_desc = f"`{access}`"
-                else:
-                    self.entry.kind, self.entry.var = "var", name
-                    p.entry_desc = f"the parameter `{name}`"
-                self.entry.param = name
+                self.parameter_entry(reaching[0].name.value)
                 return
         # 3. the literal prompt of the first run
         for run in sorted(runs, key=lambda r: r.order):
@@ -1074,6 +1051,29 @@ class DriverPlanner:
         if len(accesses) != 1:
             return None
         return accesses.pop()
+
+    def parameter_entry(self, name: str) -> None:
+        """The entry when the parameter ``name`` is what reaches the agents' input: a field of its JSON body, an
+        access of it (``event.get("prompt")``), or the parameter itself."""
+        p = self.p
+        self.entry.param = name
+        field = self.json_body_field(name)
+        if field is not None:  # `body = json.loads(event["body"])`, then `text = body.get("text", "")`
+            what, read, decode = field
+            if read is None:  # the field read in the input itself: `agent(body["question"])`
+                self.entry.kind, self.entry.expr = "expr", what
+            else:
+                self.entry.kind, self.entry.var, self.entry.read_stmt = "var", what, read
+            p.drop.add(id(decode))
+            p.entry_desc = f"`{what}` (a field of the JSON body of `{name}`)"
+            return
+        access = self.handler_access(name)
+        if access is not None:
+            self.entry.kind, self.entry.expr = "expr", access
+            p.entry_desc = f"`{access}`"
+        else:
+            self.entry.kind, self.entry.var = "var", name
+            p.entry_desc = f"the parameter `{name}`"
 
     def json_body_field(self, param: str) -> Optional[tuple[str, Optional[cst.CSTNode], cst.CSTNode]]:
         """A handler that decodes its argument's JSON body and reads one text field of it — ``body =
@@ -1480,6 +1480,16 @@ def _early_exit_guard(stmt: cst.CSTNode) -> bool:
     last = body[-1]
     return isinstance(last, cst.SimpleStatementLine) and len(last.body) == 1 \
         and isinstance(last.body[0], cst.Return) and last.body[0].value is None
+
+
+def objects_of(facts: BodyFacts, classes: set[str]) -> dict[str, str]:
+    """Names the block binds to an object of one of ``classes`` (``bot = ChatBot()``) → that class."""
+    out: dict[str, str] = {}
+    for name, assigns in facts.stores.items():
+        for a in assigns:
+            if isinstance(a.value, cst.Call) and isinstance(a.value.func, cst.Name) and a.value.func.value in classes:
+                out[name] = a.value.func.value
+    return out
 
 
 def _awaits(node: cst.CSTNode) -> bool:
